@@ -1,0 +1,46 @@
+# colocate entry points. Day to day: `make synth` (regenerate dist/) and `make test`.
+# Every target that runs the toolchain calls scripts/bootstrap first; after the first run it only
+# checks stamps (well under a second), so a fresh clone needs nothing else.
+
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+
+# jsii (under cdk8s) runs its kernel on `node`; the machine's Node 20 makes it print an end-of-life
+# banner, so use the Node 22 that package.json installs. Also first on PATH for npx/cdk8s-cli,
+# and bin/ for kubeconform.
+export JSII_NODE := $(ROOT)/node_modules/.bin/node
+export PATH := $(ROOT)/node_modules/.bin:$(ROOT)/bin:$(PATH)
+
+PY := $(ROOT)/.venv/bin/python
+# Extra arguments, e.g. `make test ARGS='-k policies -x'`.
+ARGS ?=
+
+.PHONY: help bootstrap synth test check cdk8s-synth bench
+
+help:
+	@echo 'make bootstrap    install .venv, node_modules, bin/kubeconform, promtool/prometheus'
+	@echo 'make synth        regenerate dist/ (colocate synth)'
+	@echo 'make test         run the test suite (pytest)'
+	@echo 'make check        policy + schema checks on dist/'
+	@echo 'make cdk8s-synth  synth through the cdk8s CLI (cdk8s.yaml)'
+	@echo 'make bench        synth/check benchmark'
+
+bootstrap:
+	@$(ROOT)/scripts/bootstrap
+
+synth: bootstrap
+	$(ROOT)/.venv/bin/colocate synth $(ARGS)
+
+test: bootstrap
+	$(PY) -m pytest $(ARGS)
+
+check: bootstrap
+	$(ROOT)/.venv/bin/colocate check dist/ $(ARGS)
+
+# --no-check-upgrade: otherwise cdk8s-cli asks the npm registry for a newer version on each run.
+cdk8s-synth: bootstrap
+	npx --no cdk8s synth --no-check-upgrade $(ARGS)
+
+bench: bootstrap
+	$(PY) scripts/bench.py $(ARGS)

@@ -1,0 +1,24 @@
+"""The online Application: the cluster's online services."""
+from __future__ import annotations
+
+from constructs import Construct
+
+from colocate.cluster import Cluster
+from colocate.charts._base import ColocateChart
+from colocate.constructs.node_pool import NodePool
+from colocate.constructs.online_service import OnlineService, OnlineServiceProps
+
+
+class OnlineChart(ColocateChart):
+    """Every online service, on the online pool at the online tier."""
+
+    sync_wave = 10
+
+    def __init__(self, scope: Construct, cluster: Cluster, pools: dict[str, NodePool]):
+        super().__init__(scope, "online", folder="apps/online")
+        for spec in cluster.online_services:
+            OnlineService(self, spec.name, OnlineServiceProps(
+                name=spec.name, namespace=cluster.online_namespace, image=spec.image,
+                pool=pools[cluster.online_pool], priority_class=cluster.tier("online").name,
+                cpu=spec.cpu, memory=spec.memory, gpus=spec.gpus, port=spec.port, replicas=spec.replicas,
+            ))

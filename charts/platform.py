@@ -1,0 +1,77 @@
+"""The platform Application: priority tiers, namespaces and their fences, Prometheus RBAC."""
+from __future__ import annotations
+
+from constructs import Construct
+
+from colocate.cluster import Cluster
+from colocate.config import Config
+from colocate.charts._base import ColocateChart
+from colocate.constructs._k8s import emit
+from colocate.constructs.argocd_application import SYNC_OPTIONS
+from colocate.constructs.node_pool import NodePool
+from colocate.constructs.priority_tiers import PriorityTiers
+from colocate.constructs.prometheus_rbac import PrometheusKubeletAccess
+from colocate.constructs.tenant_namespace import LimitRangeProps, TenantNamespace, TenantNamespaceProps
+from colocate import quantity
+
+#: Removing a namespace from git must never delete everything in it.
+_KEEP_ON_PRUNE = {SYNC_OPTIONS: "Prune=false"}
+
+
+def pool_quota(pool: NodePool, *, limits_memory: bool) -> dict[str, str]:
+    """A ResourceQuota that lets a namespace fill exactly the pool's allocatable."""
+    total = pool.total_allocatable
+    quota = {"requests.cpu": quantity.format_cpu(total.cpu_milli),
+             "requests.memory": quantity.format_bytes(total.memory_bytes)}
+    if limits_memory:
+        quota["limits.memory"] = quota["requests.memory"]
+    if total.gpus:
+        quota["requests.nvidia.com/gpu"] = str(total.gpus)
+    return quota
+
+
+def node_ceiling(pool: NodePool) -> dict[str, str]:
+    """Largest container a node of the pool can hold."""
+    return {"cpu": quantity.format_cpu(pool.allocatable.cpu_milli),
+            "memory": quantity.format_bytes(pool.allocatable.memory_bytes)}
+
+
+class PlatformChart(ColocateChart):
+    """Cluster-scoped and namespace-fencing objects every other Application relies on."""
+
+    sync_wave = -10
+
+    def __init__(self, scope: Construct, cluster: Cluster, config: Config, pools: dict[str, NodePool]):
+        super().__init__(scope, "platform", folder="apps/platform")
+        self.tiers = PriorityTiers(self, "tiers", cluster.tiers)
+        mixed, online = pools[cluster.mixed_pool], pools[cluster.online_pool]
+        self.training = TenantNamespace(self, "training", TenantNamespaceProps(
+            name=cluster.training_namespace, tier="offline", registry_cidrs=config.registry_cidrs,
+            # Offline pods may burst CPU above requests, but memory is not compressible: the
+            # defaults keep memory request == limit.
+            quota={**pool_quota(mixed, limits_memory=True), "persistentvolumeclaims": "100"},
+            limit_range=LimitRangeProps(default_request={"cpu": "1", "memory": "2Gi"},
+                                        default_limit={"cpu": "2", "memory": "2Gi"},
+                                        max=node_ceiling(mixed)),
+            ingress_from_namespaces=(cluster.monitoring_namespace,), annotations=_KEEP_ON_PRUNE,
+        ))
+        self.online = TenantNamespace(self, "online", TenantNamespaceProps(
+            name=cluster.online_namespace, tier="online", registry_cidrs=config.registry_cidrs,
+            quota=pool_quota(online, limits_memory=True),
+            # Defaults equal, so a container that sets nothing is still Guaranteed.
+            limit_range=LimitRangeProps(default_request={"cpu": "1", "memory": "2Gi"},
+                                        default_limit={"cpu": "1", "memory": "2Gi"},
+                                        max=node_ceiling(online)),
+            ingress_from_namespaces=(cluster.monitoring_namespace,),
+            ingress_ports_from_anywhere=tuple(s.port for s in cluster.online_services), annotations=_KEEP_ON_PRUNE,
+        ))
+        # Node exporter (host network, host PID) and the DCGM exporter (SYS_ADMIN) need the
+        # privileged level; the operator's pods pass baseline.
+        for name, level in ((cluster.monitoring_namespace, "privileged"), (cluster.kubeflow_namespace, "baseline")):
+            emit(self, f"namespace-{name}", {
+                "apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": name, "annotations": dict(_KEEP_ON_PRUNE),
+                             "labels": {"pod-security.kubernetes.io/enforce": level}},
+            })
+        PrometheusKubeletAccess(self, "prometheus-kubelet", service_account=cluster.prometheus_service_account,
+                                namespace=cluster.monitoring_namespace)

@@ -1,0 +1,64 @@
+"""Build the cdk8s App for a cluster and synthesize it into dist/."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from cdk8s import App
+
+from colocate import ROOT, cluster as cluster_mod, config as config_mod, render
+from colocate.charts._base import ColocateChart
+from colocate.charts.gitops import ApplicationsChart, BootstrapChart, app_name
+from colocate.charts.nodes import NodePoolChart
+from colocate.charts.online import OnlineChart
+from colocate.charts.platform import PlatformChart
+
+DIST = ROOT / "dist"
+
+
+@dataclass
+class Built:
+    app: App
+    charts: list[ColocateChart]
+    config: config_mod.Config
+    cluster: cluster_mod.Cluster
+
+
+def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster | None = None) -> Built:
+    """Compose every chart. Constructs validate their props here and raise PropError."""
+    config = config or config_mod.load()
+    cluster = cluster or cluster_mod.reference(config)
+    app = App()
+    node_charts = [NodePoolChart(app, props) for props in cluster.pools]
+    pools = {c.pool.name: c.pool for c in node_charts}
+    app_charts: list[ColocateChart] = [
+        PlatformChart(app, cluster, config, pools),
+        OnlineChart(app, cluster, pools),
+    ]
+    applications = ApplicationsChart(app, config, app_charts)
+    bootstrap = BootstrapChart(app, config, applications)
+    return Built(app, [*node_charts, *app_charts, applications, bootstrap], config, cluster)
+
+
+def manifests(built: Built) -> list[render.Manifest]:
+    """Synthesize every chart (cdk8s resolves patches and labels here)."""
+    out = []
+    for chart in built.charts:
+        out.extend(render.Manifest(chart.folder, obj) for obj in chart.to_json())
+    return out
+
+
+def render_files(built: Built) -> dict[str, str]:
+    items = manifests(built)
+    apps = {c.folder: app_name(c) for c in built.charts if c.is_app}
+    apps[next(c.folder for c in built.charts if isinstance(c, ApplicationsChart))] = "colocate-root"
+    doc = render.index(items, built.config.release, built.config.kubernetes_version, apps)
+    return render.render(items, doc)
+
+
+def synth(outdir: Path = DIST, config_path: Path | None = None) -> dict[str, str]:
+    """Build, render and write dist/. Any error before the swap leaves ``outdir`` untouched."""
+    config = config_mod.load(config_path) if config_path else config_mod.load()
+    files = render_files(build(config))
+    render.write_tree(files, outdir)
+    return files

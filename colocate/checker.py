@@ -1,0 +1,237 @@
+"""`colocate check`: kubeconform plus the policy rules, over one index of every object.
+
+Rules live in ``policies/rules/<id>.yaml``: metadata, message and fix, and either a JSON
+Schema (single-object rules, Polaris style) or the name of a Python check in
+``policies/checks.py`` (rules that read more than one field or join objects).
+"""
+from __future__ import annotations
+
+import json
+import re
+import string
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import jsonschema
+import yaml
+
+from colocate import ROOT, config as config_mod, kubeconform, manifests
+from colocate.cluster import Cluster, reference
+from colocate.constructs.priority_tiers import TIER_LABEL
+from colocate.errors import ColocateError, InputError
+from colocate.manifests import Doc, PodSpec
+
+RULES_DIR = ROOT / "policies" / "rules"
+_RULE_SCHEMA = json.loads((Path(__file__).parent / "schemas" / "rule.schema.json").read_text())
+SCHEMA_RULE_ID = "SCHEMA"
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    name: str
+    severity: str
+    category: str
+    target: str
+    rationale: str
+    message: str
+    fix: str
+    scope: str = "all"
+    kinds: tuple[str, ...] = ()
+    schema: dict | None = None
+    check: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: str
+    file: str
+    line: int
+    kind: str
+    namespace: str
+    name: str
+    field: str
+    message: str
+    fix: str = ""
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind or '-'}/{self.namespace or '-'}/{self.name or '-'}"
+
+
+@dataclass
+class Context:
+    """What the rules need to know about the cluster, read from the cluster definition and
+    from tier labels on the checked Namespaces, so each fact has one source."""
+
+    cluster: Cluster
+    online_namespaces: set[str]
+    offline_namespaces: set[str]
+
+    @property
+    def values(self) -> dict[str, str]:
+        """Placeholders rule files may use."""
+        c = self.cluster
+        return {"online_priority": c.tier("online").name, "offline_priority": c.tier("offline").name,
+                "online_taint_key": c.online_taint.key}
+
+    def scope_of(self, pod: PodSpec) -> str:
+        ns = pod.doc.namespace
+        return "online" if ns in self.online_namespaces else "offline" if ns in self.offline_namespaces else "other"
+
+
+@dataclass
+class Index:
+    """Every checked object, with lookups the cross-object rules share."""
+
+    docs: list[Doc]
+    ctx: Context
+
+    def api_objects(self) -> Iterator[Doc]:
+        return (d for d in self.docs if d.is_api_object)
+
+    def of_kind(self, kind: str) -> list[Doc]:
+        return [d for d in self.docs if d.kind == kind]
+
+    def pods(self, scope: str = "all") -> Iterator[PodSpec]:
+        for doc in self.docs:
+            for pod in manifests.pod_specs(doc):
+                if scope == "all" or self.ctx.scope_of(pod) == scope:
+                    yield pod
+
+
+@dataclass(frozen=True)
+class Violation:
+    """What a Python check returns: where, and optionally what exactly was found."""
+
+    doc: Doc
+    field: str
+    detail: str = ""
+
+
+@dataclass
+class CheckResult:
+    findings: list[Finding]
+    kubeconform: kubeconform.Result
+    objects: int
+    rules: list[Rule] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+
+def _fill(value: Any, values: dict[str, str]) -> Any:
+    """Replace ``${name}`` placeholders in every string of a rule's schema or text."""
+    if isinstance(value, str):
+        return string.Template(value).substitute(values)
+    if isinstance(value, dict):
+        return {k: _fill(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, values) for v in value]
+    return value
+
+
+@lru_cache(maxsize=None)
+def load_rules(rules_dir: Path = RULES_DIR) -> tuple[Rule, ...]:
+    """Every rule, ordered by id. A malformed rule file stops the check (exit 2)."""
+    rules = []
+    for path in sorted(rules_dir.glob("*.yaml")):
+        data = config_mod.load_yaml_file(path)
+        config_mod.validate(data, _RULE_SCHEMA, str(path))
+        if not path.stem.startswith(data["id"]):
+            raise InputError(str(path), "$.id", f"file name must start with the rule id {data['id']}")
+        if "check" in data and not callable(getattr(_checks(), data["check"], None)):
+            raise InputError(str(path), "$.check", f"policies/checks.py has no function {data['check']!r}")
+        rules.append(Rule(**{**data, "kinds": tuple(data.get("kinds", ()))}))
+    ids = [r.id for r in rules]
+    if len(set(ids)) != len(ids):
+        raise InputError(str(rules_dir), "", "two rule files share an id")
+    return tuple(rules)
+
+
+def _checks():
+    from colocate.policies import checks
+
+    return checks
+
+
+def _context(cluster: Cluster, docs: list[Doc]) -> Context:
+    online = {cluster.online_namespace}
+    offline = {cluster.training_namespace}
+    for doc in docs:
+        if doc.kind == "Namespace":
+            tier = (doc.metadata.get("labels") or {}).get(TIER_LABEL)
+            {"online": online, "offline": offline}.get(tier, set()).add(doc.name)
+    return Context(cluster, online, offline)
+
+
+_REQUIRED = re.compile(r"^'([^']+)' is a required property")
+
+
+def _schema_findings(rule: Rule, ctx: Context, index: Index) -> Iterator[Violation]:
+    validator = jsonschema.Draft202012Validator(_fill(rule.schema, ctx.values))
+    if rule.target == "PodSpec":
+        targets: Iterable[tuple[Doc, str, Any]] = ((p.doc, p.path, p.spec) for p in index.pods(rule.scope))
+    else:
+        targets = ((d, "", d.obj) for d in index.docs if not rule.kinds or d.kind in rule.kinds)
+    for doc, base, value in targets:
+        for error in validator.iter_errors(value):
+            parts = [base] if base else []
+            parts += [f"[{p}]" if isinstance(p, int) else str(p) for p in error.absolute_path]
+            missing = _REQUIRED.match(error.message)
+            if missing:
+                parts.append(missing.group(1))
+            yield Violation(doc, ".".join(parts).replace(".[", "["))
+
+
+def evaluate(rules: Iterable[Rule], index: Index) -> list[Finding]:
+    findings = []
+    values = index.ctx.values
+    for rule in rules:
+        if rule.schema is not None:
+            violations = _schema_findings(rule, index.ctx, index)
+        else:
+            check: Callable[[Index, Rule], Iterable[Violation]] = getattr(_checks(), rule.check)
+            violations = check(index, rule)
+        for v in violations:
+            message = _fill(rule.message, values) + (f" ({v.detail})" if v.detail else "")
+            findings.append(Finding(rule.id, rule.severity, v.doc.file, v.doc.line, v.doc.kind, v.doc.namespace,
+                                    v.doc.name, v.field, message, _fill(rule.fix, values)))
+    return findings
+
+
+def _schema_result_findings(result: kubeconform.Result, docs: list[Doc]) -> list[Finding]:
+    """kubeconform reports file, kind and name; find the namespace and line in our index."""
+    by_key = {(Path(d.file).resolve(), d.kind, d.name): d for d in docs}
+    findings = []
+    for res in result.resources:
+        doc = by_key.get((Path(res.get("filename", "")).resolve(), res.get("kind", ""), res.get("name", "")))
+        status = res.get("status", "")
+        reason = {"statusSkipped": "skipped: no schema was consulted"}.get(status, res.get("msg", status))
+        findings.append(Finding(
+            SCHEMA_RULE_ID, "error", res.get("filename", ""), doc.line if doc else 0, res.get("kind", ""),
+            doc.namespace if doc else "", res.get("name", ""), "",
+            f"kubeconform ({status.removeprefix('status').lower()}): {reason}",
+            "make the object match the Kubernetes 1.28 schema (or our schema under policies/schemas/)"))
+    return findings
+
+
+def check(paths: list[Path], config_path: Path | None = None) -> CheckResult:
+    """Validate manifests. Raises ColocateError for unusable input (exit 2)."""
+    config = config_mod.load(config_path) if config_path else config_mod.load()
+    docs = manifests.load(paths)
+    if not docs:
+        raise InputError(", ".join(map(str, paths)), "", "no Kubernetes objects found")
+    try:
+        schema_result = kubeconform.run(paths, config.kubernetes_version)
+    except kubeconform.ToolMissing as exc:
+        raise ColocateError(str(exc)) from None
+    rules = load_rules()
+    index = Index(docs, _context(reference(config), docs))
+    findings = _schema_result_findings(schema_result, docs) + evaluate(rules, index)
+    findings.sort(key=lambda f: (f.file, f.line, f.rule, f.field))
+    return CheckResult(findings, schema_result, len(docs), list(rules))

@@ -1,0 +1,71 @@
+"""colocate command line: ``synth`` writes dist/, ``check`` proves manifests safe."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from colocate.errors import ColocateError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _synth(args: argparse.Namespace) -> int:
+    from colocate import app
+
+    files = app.synth(Path(args.outdir), Path(args.config) if args.config else None)
+    print(f"colocate: wrote {len(files)} files to {args.outdir}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    from colocate import checker, report
+
+    result = checker.check([Path(p) for p in args.paths or ["dist"]],
+                           Path(args.config) if args.config else None)
+    out = report.to_json(result) if args.format == "json" else report.to_text(result)
+    sys.stdout.write(out)
+    return EXIT_FINDINGS if result.errors else EXIT_OK
+
+
+def _rules(args: argparse.Namespace) -> int:
+    from colocate import checker
+
+    for rule in checker.load_rules():
+        print(f"{rule.id:7} {rule.severity:8} {rule.name:40} {rule.rationale}")
+    return EXIT_OK
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="colocate", description=__doc__)
+    p.add_argument("--config", help="colocate.yaml to use (default: the repository's)")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("synth", help="synthesize the cluster into dist/")
+    s.add_argument("--outdir", default=str(_default_dist()), help="output folder (default: dist/)")
+    s.set_defaults(func=_synth)
+    c = sub.add_parser("check", help="validate manifests with kubeconform and the policy rules")
+    c.add_argument("paths", nargs="*", help="files or folders (default: dist/)")
+    c.add_argument("--format", choices=("text", "json"), default="text")
+    c.set_defaults(func=_check)
+    r = sub.add_parser("rules", help="list every policy rule")
+    r.set_defaults(func=_rules)
+    return p
+
+
+def _default_dist() -> Path:
+    from colocate import ROOT
+
+    return ROOT / "dist"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ColocateError as exc:
+        print(f"colocate: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""The cluster's shape: node pools, priority tiers, namespaces, the example online service.
+
+``reference()`` is the seed's cluster (MISSION.md, "Reference cluster"). A platform team
+changes the cluster here, in Python; per-environment values come from colocate.yaml.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from colocate.config import Config
+from colocate.constructs.node_pool import KubeletReservations, NodePoolProps, Taint
+from colocate.constructs.priority_tiers import PriorityTier
+
+
+@dataclass(frozen=True)
+class OnlineServiceSpec:
+    """An online service of the cluster; the chart adds pool, tier and namespace."""
+
+    name: str
+    image: str
+    cpu: str
+    memory: str
+    port: int
+    replicas: int = 2
+    gpus: int = 0
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Everything the charts need to know about the cluster, each fact once."""
+
+    pools: tuple[NodePoolProps, ...]
+    tiers: tuple[PriorityTier, ...]
+    #: Pool names by role.
+    online_pool: str
+    mixed_pool: str
+    monitoring_pool: str
+    #: The taint that keeps everything but online pods off the online pool.
+    online_taint: Taint
+    #: Taint of the monitoring pool; only the monitoring stack tolerates it.
+    monitoring_taint: Taint
+    online_namespace: str
+    training_namespace: str
+    monitoring_namespace: str
+    kubeflow_namespace: str
+    #: ServiceAccount of Prometheus (kube-prometheus-stack release ``kube-prometheus-stack``).
+    prometheus_service_account: str
+    online_services: tuple[OnlineServiceSpec, ...]
+
+    def pool(self, name: str) -> NodePoolProps:
+        return next(p for p in self.pools if p.name == name)
+
+    def tier(self, role: str) -> PriorityTier:
+        return next(t for t in self.tiers if t.role == role)
+
+
+ONLINE_TAINT = Taint("online", "true", "NoSchedule")
+MONITORING_TAINT = Taint("monitoring", "true", "NoSchedule")
+
+
+def reference(config: Config) -> Cluster:
+    """The seed's cluster: 4 online, 6 mixed and 2 monitoring nodes on Kubernetes 1.28."""
+    pools = (
+        NodePoolProps(
+            name="online", nodes=4, cpu="16", memory="64Gi", gpus=1,
+            labels={"role": "online"}, taints=(ONLINE_TAINT,),
+            # The seed gives only "static CPU manager"; static needs reserved CPU, so the
+            # online pool keeps one core for the kubelet and the OS.
+            kubelet=KubeletReservations(system_reserved={"cpu": "500m", "memory": "2Gi"},
+                                        kube_reserved={"cpu": "500m", "memory": "1Gi"},
+                                        cpu_manager_policy="static"),
+        ),
+        NodePoolProps(
+            name="mixed", nodes=6, cpu="32", memory="128Gi", gpus=2,
+            labels={"role": "mixed"},
+            kubelet=KubeletReservations(system_reserved={"cpu": "500m", "memory": "4Gi"},
+                                        cpu_manager_policy="static"),
+        ),
+        NodePoolProps(
+            name="monitoring", nodes=2, cpu="8", memory="32Gi",
+            labels={"role": "monitoring"}, taints=(MONITORING_TAINT,),
+            kubelet=KubeletReservations(system_reserved={"cpu": "250m", "memory": "1Gi"}),
+        ),
+    )
+    tiers = (
+        PriorityTier("online-high", 1_000_000, "online",
+                     "Online inference: preempts offline training when capacity runs short."),
+        PriorityTier("offline-batch", 100_000, "offline",
+                     "Offline training: runs in idle capacity and is preempted first."),
+    )
+    return Cluster(
+        pools=pools,
+        tiers=tiers,
+        online_pool="online",
+        mixed_pool="mixed",
+        monitoring_pool="monitoring",
+        online_taint=ONLINE_TAINT,
+        monitoring_taint=MONITORING_TAINT,
+        online_namespace="online",
+        training_namespace="training",
+        monitoring_namespace="monitoring",
+        kubeflow_namespace="kubeflow",
+        prometheus_service_account="kube-prometheus-stack-prometheus",
+        online_services=(
+            OnlineServiceSpec(name="recsys-inference", image=f"{config.registry_host}/ml/recsys-inference:1.0.0",
+                              cpu="4", memory="8Gi", gpus=1, port=8080, replicas=2),
+        ),
+    )

@@ -1,0 +1,90 @@
+"""colocate.yaml: the per-environment settings, validated before anything is built."""
+from __future__ import annotations
+
+import ipaddress
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from colocate import ROOT
+from colocate.errors import InputError
+
+CONFIG_FILE = ROOT / "colocate.yaml"
+_SCHEMA = json.loads((Path(__file__).parent / "schemas" / "config.schema.json").read_text())
+
+
+@dataclass(frozen=True)
+class GitOps:
+    repo_url: str
+    target_revision: str
+    argocd_namespace: str = "argocd"
+    project: str = "default"
+    destination_server: str = "https://kubernetes.default.svc"
+
+
+@dataclass(frozen=True)
+class Config:
+    release: str
+    kubernetes_version: str
+    gitops: GitOps
+    registry_host: str
+    registry_cidrs: tuple[str, ...]
+    shared_storage_class: str
+
+
+def json_path(parts) -> str:
+    """``['gitops', 'repoURL']`` -> ``$.gitops.repoURL``; list indexes as ``[0]``."""
+    out = "$"
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def load_yaml_file(path: Path) -> object:
+    """Parse one YAML document; a syntax error names the file and line."""
+    try:
+        return yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise InputError(str(path), "", "file not found") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f"{mark.line + 1}" if mark else ""
+        raise InputError(str(path), line, f"not valid YAML: {exc.problem}") from None
+
+
+def validate(data: object, schema: dict, file: str) -> None:
+    """Raise InputError for the first schema violation, naming the file and JSON path."""
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if errors:
+        error = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise InputError(file, json_path(error.absolute_path), error.message + more)
+
+
+def load(path: Path = CONFIG_FILE) -> Config:
+    data = load_yaml_file(path)
+    validate(data, _SCHEMA, str(path))
+    for index, cidr in enumerate(data["registry"]["cidrs"]):
+        try:
+            ipaddress.ip_network(cidr)
+        except ValueError as exc:
+            raise InputError(str(path), f"$.registry.cidrs[{index}]", str(exc)) from None
+    gitops = data["gitops"]
+    return Config(
+        release=data["release"],
+        kubernetes_version=data["kubernetesVersion"],
+        gitops=GitOps(
+            repo_url=gitops["repoURL"],
+            target_revision=gitops["targetRevision"],
+            argocd_namespace=gitops.get("argocdNamespace", "argocd"),
+            project=gitops.get("project", "default"),
+            destination_server=gitops.get("destinationServer", "https://kubernetes.default.svc"),
+        ),
+        registry_host=data["registry"]["host"],
+        registry_cidrs=tuple(data["registry"]["cidrs"]),
+        shared_storage_class=data["storage"]["sharedClass"],
+    )

@@ -1,0 +1,70 @@
+"""Kubernetes resource quantities: parse to integers, print in canonical form.
+
+Canonical output matters: the API server rewrites ``1000m`` to ``1`` and ``1024Mi`` to
+``1Gi``, and Argo CD then shows the object as OutOfSync forever (PITFALLS 3.3).
+"""
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
+            "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12),
+            "P": Decimal(10**15), "E": Decimal(10**18)}
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+
+
+def parse(value: str | int | float) -> Decimal:
+    """Return the quantity as a Decimal in base units (cores, bytes, devices)."""
+    text = str(value).strip()
+    match = _QUANTITY.match(text)
+    if not match:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 500m, 2, 4Gi)")
+    try:
+        number = Decimal(match.group(1))
+    except InvalidOperation as exc:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity") from exc
+    suffix = match.group(2) or ""
+    return number * (_BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix])
+
+
+def is_quantity(value: object) -> bool:
+    try:
+        parse(value)  # type: ignore[arg-type]
+    except ValueError:
+        return False
+    return True
+
+
+def millicores(value: str | int | float) -> int:
+    """CPU quantity in millicores, rounded up as the kubelet does."""
+    milli = parse(value) * 1000
+    return int(milli.to_integral_value(rounding="ROUND_CEILING"))
+
+
+def to_bytes(value: str | int | float) -> int:
+    return int(parse(value).to_integral_value(rounding="ROUND_CEILING"))
+
+
+def format_cpu(milli: int) -> str:
+    """``1000`` -> ``"1"``, ``500`` -> ``"500m"``: the form the API server keeps."""
+    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+
+
+def format_bytes(count: int) -> str:
+    """Largest exact binary suffix: ``4294967296`` -> ``"4Gi"``."""
+    for suffix, factor in sorted(_BINARY.items(), key=lambda item: -item[1]):
+        if count and count % factor == 0:
+            return f"{count // factor}{suffix}"
+    return str(count)
+
+
+def canonical(value: str | int | float, kind: str) -> str:
+    """Canonical text of a quantity: kind ``cpu`` uses cores/millicores, others binary bytes."""
+    if kind == "cpu":
+        return format_cpu(millicores(value))
+    number = parse(value)
+    if number != number.to_integral_value():
+        raise ValueError(f"{value!r} is not a whole number of {kind}")
+    return format_bytes(int(number)) if kind == "memory" else str(int(number))

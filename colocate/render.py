@@ -1,0 +1,135 @@
+"""Turn synthesized charts into dist/: one file per object, stable names and key order,
+an index with the release version, written atomically.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+INDEX_FILE = "index.yaml"
+INDEX_API_VERSION = "colocate.io/v1alpha1"
+_TOP_ORDER = ("apiVersion", "kind", "metadata")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One object and the dist/ folder it belongs to."""
+
+    folder: str
+    obj: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return self.obj["kind"]
+
+    @property
+    def name(self) -> str:
+        return self.obj.get("metadata", {}).get("name", "")
+
+    @property
+    def namespace(self) -> str:
+        return self.obj.get("metadata", {}).get("namespace", "")
+
+    @property
+    def filename(self) -> str:
+        """``deployment.online.recsys-inference.yaml``; namespaces never contain dots, so the
+        name is unambiguous. Objects without metadata are named by kind alone."""
+        parts = [self.kind.lower(), self.namespace, self.name]
+        return ".".join(p for p in parts if p) + ".yaml"
+
+    @property
+    def path(self) -> str:
+        return f"{self.folder}/{self.filename}"
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+def canonical(obj: dict[str, Any]) -> dict[str, Any]:
+    """apiVersion, kind, metadata first (as kubectl prints them), then every key sorted."""
+    head = {k: _sorted(obj[k]) for k in _TOP_ORDER if k in obj}
+    return {**head, **{k: _sorted(obj[k]) for k in sorted(obj) if k not in _TOP_ORDER}}
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style, and lists indented under their key as kubectl and most linters expect."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False):
+        return super().increase_indent(flow, False)
+
+
+def _str(dumper: yaml.SafeDumper, value: str):
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump(obj: Any) -> str:
+    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120, allow_unicode=True)
+
+
+def index(manifests: list[Manifest], release: str, kubernetes_version: str, apps: dict[str, str]) -> dict:
+    """dist/index.yaml: what dist/ holds at which release. ``apps`` maps folder -> Application."""
+    folders: dict[str, dict[str, Any]] = {}
+    for m in manifests:
+        entry = folders.setdefault(m.folder, {**({"argocdApplication": apps[m.folder]} if m.folder in apps else {}),
+                                              "objects": []})
+        entry["objects"].append({"file": m.filename, "apiVersion": m.obj["apiVersion"], "kind": m.kind,
+                                 **({"namespace": m.namespace} if m.namespace else {}),
+                                 **({"name": m.name} if m.name else {})})
+    return {
+        "apiVersion": INDEX_API_VERSION,
+        "kind": "DistIndex",
+        "metadata": {"name": "colocate"},
+        "release": release,
+        "kubernetesVersion": kubernetes_version,
+        "objectCount": len(manifests),
+        "folders": {k: {**folders[k], "objects": sorted(folders[k]["objects"], key=lambda o: o["file"])}
+                    for k in sorted(folders)},
+    }
+
+
+def render(manifests: Iterable[Manifest], index_doc: dict) -> dict[str, str]:
+    """Every dist/ file's relative path and text. Raises on two objects with one path."""
+    files: dict[str, str] = {INDEX_FILE: dump(index_doc)}
+    for m in manifests:
+        if m.path in files:
+            raise ValueError(f"two objects would be written to dist/{m.path}: "
+                             f"{m.kind} {m.namespace}/{m.name} is defined twice")
+        files[m.path] = dump(canonical(m.obj))
+    return dict(sorted(files.items()))
+
+
+def write_tree(files: dict[str, str], outdir: Path) -> None:
+    """Replace ``outdir`` with exactly ``files``. The new tree is written next to it first and
+    swapped in with renames, so a failure leaves the old tree untouched."""
+    outdir = outdir.resolve()
+    outdir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{outdir.name}.tmp-", dir=outdir.parent))
+    try:
+        for rel, text in files.items():
+            path = staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            os.chmod(path, 0o644)
+        os.chmod(staging, 0o755)
+        old = outdir.parent / f"{outdir.name}.old-{os.getpid()}"
+        if outdir.exists():
+            outdir.rename(old)
+        staging.rename(outdir)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,131 @@
+"""OnlineService: a latency-critical Deployment that offline work can never squeeze.
+
+Guaranteed QoS (requests == limits), integer CPU where the pool pins cores, the online
+priority tier, a toleration for the online pool's taint, a PodDisruptionBudget and a Service.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from constructs import Construct
+
+from colocate import quantity
+from colocate.errors import PropError
+from colocate.constructs._k8s import check_dns_label, emit
+from colocate.constructs.node_pool import NodePool, Resources
+
+NAME_LABEL = "app.kubernetes.io/name"
+
+
+@dataclass(frozen=True)
+class OnlineServiceProps:
+    """Props of an OnlineService."""
+
+    #: Deployment, Service and PodDisruptionBudget name.
+    name: str
+    #: Namespace (an online TenantNamespace).
+    namespace: str
+    #: Full image reference from the internal registry.
+    image: str
+    #: The pool the pods run on: its labels become the nodeSelector, its taints tolerations.
+    pool: NodePool
+    #: PriorityClass name of the online tier.
+    priority_class: str
+    #: Per-pod CPU; requests == limits. Whole cores when the pool's CPU manager is static.
+    cpu: str
+    #: Per-pod memory; requests == limits.
+    memory: str
+    #: Container and Service port.
+    port: int
+    #: Replicas. Default 2, so one can be drained at a time.
+    replicas: int = 2
+    #: GPUs per pod (``nvidia.com/gpu``). Default 0.
+    gpus: int = 0
+    #: Pods the PodDisruptionBudget lets a drain take down at once. Default 1.
+    max_unavailable: int = 1
+    #: Extra environment variables. Default: none.
+    env: Mapping[str, str] = field(default_factory=dict)
+    #: Seconds between SIGTERM and SIGKILL. Default 30.
+    termination_grace_period_seconds: int = 30
+
+
+class OnlineService(Construct):
+    """Deployment + Service + PodDisruptionBudget for one online service."""
+
+    def __init__(self, scope: Construct, id: str, props: OnlineServiceProps):
+        super().__init__(scope, id)
+        self.props = props
+        self._validate()
+        p = props
+        selector = {NAME_LABEL: p.name}
+        resources = {"cpu": quantity.canonical(p.cpu, "cpu"), "memory": quantity.canonical(p.memory, "memory")}
+        if p.gpus:
+            resources["nvidia.com/gpu"] = str(p.gpus)
+        container = {
+            "name": p.name,
+            "image": p.image,
+            "ports": [{"name": "http", "containerPort": p.port, "protocol": "TCP"}],
+            "resources": {"requests": dict(resources), "limits": dict(resources)},
+            "readinessProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": 5},
+            "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
+                                "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}},
+        }
+        if p.env:
+            container["env"] = [{"name": k, "value": v} for k, v in sorted(p.env.items())]
+        emit(self, "deployment", {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": p.name, "namespace": p.namespace, "labels": dict(selector)},
+            "spec": {
+                "replicas": p.replicas,
+                "selector": {"matchLabels": selector},
+                "template": {
+                    "metadata": {"labels": dict(selector)},
+                    "spec": {
+                        "priorityClassName": p.priority_class,
+                        "nodeSelector": dict(p.pool.labels),
+                        "tolerations": p.pool.tolerations(),
+                        "terminationGracePeriodSeconds": p.termination_grace_period_seconds,
+                        "containers": [container],
+                    },
+                },
+            },
+        })
+        emit(self, "service", {
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": p.name, "namespace": p.namespace, "labels": dict(selector)},
+            "spec": {"selector": selector,
+                     "ports": [{"name": "http", "port": p.port, "targetPort": "http", "protocol": "TCP"}]},
+        })
+        emit(self, "pdb", {
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": p.name, "namespace": p.namespace, "labels": dict(selector)},
+            "spec": {"maxUnavailable": p.max_unavailable, "selector": {"matchLabels": selector}},
+        })
+
+    def _validate(self) -> None:
+        p, where = self.props, f"OnlineService {self.props.name!r}"
+        check_dns_label(where, "name", p.name)
+        check_dns_label(where, "namespace", p.namespace)
+        if not p.image or "/" not in p.image or p.image.endswith(":latest") or ":" not in p.image.rsplit("/", 1)[-1]:
+            raise PropError(where, "image", f"{p.image!r} must be a registry path with a pinned tag, "
+                            "e.g. harbor.example.com/ml/model-server:1.4.2")
+        if not isinstance(p.replicas, int) or p.replicas < 1:
+            raise PropError(where, "replicas", f"{p.replicas!r} must be >= 1")
+        if not isinstance(p.max_unavailable, int) or not 1 <= p.max_unavailable <= p.replicas:
+            raise PropError(where, "max_unavailable", f"{p.max_unavailable!r} must be from 1 to replicas "
+                            f"({p.replicas}); 0 would block every node drain")
+        if not isinstance(p.port, int) or not 0 < p.port < 65536:
+            raise PropError(where, "port", f"{p.port!r} is not a TCP port")
+        for prop in ("cpu", "memory"):
+            value = getattr(p, prop)
+            if not quantity.is_quantity(value) or quantity.parse(value) <= 0:
+                raise PropError(where, prop, f"{value!r} must be a positive quantity")
+        if p.pool.static_cpu and quantity.millicores(p.cpu) % 1000:
+            raise PropError(where, "cpu", f"{p.cpu!r} is not a whole number of cores; pool {p.pool.name!r} runs the "
+                            "static CPU manager, which pins cores only for integer CPU in Guaranteed pods; "
+                            f"use {quantity.millicores(p.cpu) // 1000 + 1} or {max(1, quantity.millicores(p.cpu) // 1000)}")
+        need = Resources(quantity.millicores(p.cpu), quantity.to_bytes(p.memory), p.gpus)
+        if not p.pool.allocatable.fits(need):
+            raise PropError(where, "cpu/memory/gpus", f"a pod needs {need}, more than one node of pool "
+                            f"{p.pool.name!r} can give ({p.pool.allocatable} allocatable)")

@@ -1,0 +1,92 @@
+"""Python checks for rules a JSON Schema cannot express: comparisons between fields, and
+joins over the whole object set. Each takes the Index and its Rule and yields Violations;
+the rule's metadata, message and fix live in policies/rules/<id>.yaml.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterator
+
+from colocate import quantity
+from colocate.checker import Index, Rule, Violation
+from colocate.constructs.node_pool import POOL_LABEL
+from colocate.constructs.priority_tiers import MAX_USER_PRIORITY, MIN_GAP_FACTOR
+from colocate.manifests import PodSpec, containers
+
+
+def priority_gap(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Adjacent user PriorityClasses must be MIN_GAP_FACTOR apart (system classes excluded)."""
+    classes = sorted((d for d in index.of_kind("PriorityClass")
+                      if isinstance(d.obj.get("value"), int) and d.obj["value"] <= MAX_USER_PRIORITY),
+                     key=lambda d: -d.obj["value"])
+    for higher, lower in zip(classes, classes[1:]):
+        if higher.obj["value"] < MIN_GAP_FACTOR * lower.obj["value"]:
+            yield Violation(lower, "value", f"{lower.name}={lower.obj['value']} is only "
+                            f"{higher.obj['value'] / max(lower.obj['value'], 1):.1f}x below {higher.name}={higher.obj['value']}")
+
+
+def _resources(container: dict, kind: str) -> dict:
+    return ((container.get("resources") or {}).get(kind)) or {}
+
+
+def online_guaranteed(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Every container of an online pod sets CPU and memory requests equal to limits."""
+    for pod in index.pods("online"):
+        for path, container in containers(pod):
+            requests, limits = _resources(container, "requests"), _resources(container, "limits")
+            for resource in ("cpu", "memory"):
+                request, limit = requests.get(resource), limits.get(resource)
+                if limit is None:
+                    yield Violation(pod.doc, f"{path}.resources.limits.{resource}", "not set")
+                elif request is not None and quantity.parse(request) != quantity.parse(limit):
+                    yield Violation(pod.doc, f"{path}.resources.requests.{resource}",
+                                    f"request {request} != limit {limit}")
+
+
+def _pools_for(index: Index, pod: PodSpec) -> list:
+    """The cluster's pools this pod can land on: its nodeSelector matches and it tolerates the taints."""
+    selector = pod.spec.get("nodeSelector") or {}
+    tolerations = pod.spec.get("tolerations") or []
+
+    def tolerated(taint) -> bool:
+        return any((t.get("operator") == "Exists" and not t.get("key")) or
+                   (t.get("key") == taint.key and (t.get("operator") == "Exists" or t.get("value", "") == taint.value)
+                    and t.get("effect") in (None, "", taint.effect)) for t in tolerations)
+
+    pools = []
+    for pool in index.ctx.cluster.pools:
+        labels = {**pool.labels, POOL_LABEL: pool.name}
+        if all(labels.get(k) == v for k, v in selector.items()) and all(tolerated(t) for t in pool.taints):
+            pools.append(pool)
+    return pools
+
+
+def online_integer_cpu(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Online pods that can land on a static-CPU-manager pool need whole-core CPU."""
+    for pod in index.pods("online"):
+        static = [p.name for p in _pools_for(index, pod) if p.kubelet.cpu_manager_policy == "static"]
+        if not static:
+            continue
+        for path, container in containers(pod):
+            for kind in ("requests", "limits"):
+                cpu = _resources(container, kind).get("cpu")
+                if cpu is not None and quantity.is_quantity(cpu) and quantity.millicores(cpu) % 1000:
+                    yield Violation(pod.doc, f"{path}.resources.{kind}.cpu",
+                                    f"{cpu} on pool {', '.join(static)}")
+
+
+def duplicate_objects(index: Index, rule: Rule) -> Iterator[Violation]:
+    """The same group/kind/namespace/name defined more than once."""
+    seen: dict[tuple, list] = defaultdict(list)
+    for doc in index.api_objects():
+        seen[(doc.group, doc.kind, doc.namespace, doc.name)].append(doc)
+    for docs in seen.values():
+        for duplicate in docs[1:]:
+            yield Violation(duplicate, "metadata.name", f"also defined in {docs[0].file}:{docs[0].line}")
+
+
+def namespaced_without_namespace(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Namespaced objects must say where they go."""
+    for doc in index.api_objects():
+        if doc.namespaced and not doc.namespace:
+            yield Violation(doc, "metadata.namespace")

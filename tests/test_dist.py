@@ -1,0 +1,140 @@
+"""dist/ is the product: fresh, deterministic, atomic, and clean under kubeconform and the rules."""
+from __future__ import annotations
+
+import filecmp
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from colocate import ROOT, app, kubeconform
+from colocate.errors import InputError
+from tests.helpers import colocate, run
+
+DIST = ROOT / "dist"
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_committed_dist_is_fresh(rendered):
+    on_disk = _tree(DIST)
+    stale = sorted(set(rendered) ^ set(on_disk)) + sorted(p for p in rendered if p in on_disk and rendered[p] != on_disk[p])
+    assert not stale, f"dist/ is stale ({len(stale)} files differ, e.g. {stale[:5]}): run `make synth` and commit dist/"
+
+
+def test_synth_is_deterministic(rendered):
+    assert app.render_files(app.build()) == rendered
+
+
+def test_every_object_has_standard_labels_and_the_index_has_the_release(rendered):
+    index = yaml.safe_load(rendered["index.yaml"])
+    assert index["release"] and index["objectCount"] == len(rendered) - 1
+    for path, text in rendered.items():
+        if path.startswith("apps/"):
+            labels = yaml.safe_load(text)["metadata"]["labels"]
+            assert labels["app.kubernetes.io/part-of"] == "colocate", path
+            assert "app.kubernetes.io/instance" not in labels, f"{path}: Argo CD owns the instance label"
+
+
+def test_one_folder_per_argo_application(rendered):
+    apps = {yaml.safe_load(t)["spec"]["source"]["path"] for p, t in rendered.items() if p.startswith("apps/argocd/")}
+    folders = {f"dist/{p.rsplit('/', 1)[0]}" for p in rendered if p.startswith("apps/") and not p.startswith("apps/argocd/")}
+    assert apps == folders
+    root = yaml.safe_load(rendered["bootstrap/application.argocd.colocate-root.yaml"])
+    assert root["spec"]["source"]["path"] == "dist/apps/argocd"
+    assert "finalizers" not in root["metadata"], "deleting the root must not cascade to the cluster"
+
+
+def test_kubeconform_validates_all_of_dist_with_nothing_skipped():
+    index = yaml.safe_load((DIST / "index.yaml").read_text())
+    result = kubeconform.run([DIST], index["kubernetesVersion"])
+    assert (result.invalid, result.errors, result.skipped) == (0, 0, 0), result.resources
+    assert result.valid == index["objectCount"] + 1  # every object, plus the index itself
+
+
+def test_colocate_check_dist_exits_0():
+    proc = colocate("check", "dist/")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 errors" in proc.stdout
+
+
+def test_check_names_an_offline_deployment_without_priority(tmp_path):
+    copy = tmp_path / "dist"
+    shutil.copytree(DIST, copy)
+    (copy / "apps" / "training-extra.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "adhoc-trainer", "namespace": "training"},
+        "spec": {"selector": {"matchLabels": {"app": "adhoc"}}, "template": {
+            "metadata": {"labels": {"app": "adhoc"}},
+            "spec": {"containers": [{"name": "tensorflow", "image": "harbor.example.com/ml/tf:2.11.0"}]}}},
+    }))
+    proc = colocate("check", str(copy))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    line = next(l for l in proc.stdout.splitlines() if "COL004" in l)
+    assert line.startswith("ERROR COL004 ") and "training-extra.yaml Deployment/training/adhoc-trainer" in line
+    assert "spec.template.spec.priorityClassName" in line and "offline-batch" in line
+    data = json.loads(colocate("check", str(copy), "--format", "json").stdout)
+    assert [f["name"] for f in data["findings"]] == ["adhoc-trainer"]
+
+
+def test_check_broken_yaml_exits_2_naming_file_and_line(tmp_path):
+    copy = tmp_path / "dist"
+    shutil.copytree(DIST, copy)
+    broken = copy / "apps" / "broken.yaml"
+    broken.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n data: [\n")
+    proc = colocate("check", str(copy))
+    assert proc.returncode == 2
+    assert f"{broken}:5: not valid YAML" in proc.stderr
+
+
+def test_check_unknown_path_exits_2():
+    proc = colocate("check", "no/such/folder")
+    assert proc.returncode == 2 and "no/such/folder: no such file or folder" in proc.stderr
+
+
+def test_synth_with_a_broken_config_leaves_dist_untouched(tmp_path):
+    out = tmp_path / "dist"
+    shutil.copytree(DIST, out)
+    bad = tmp_path / "colocate.yaml"
+    bad.write_text((ROOT / "colocate.yaml").read_text().replace("cidrs: [10.20.0.0/24]", "cidrs: [10.20.0.0/99]"))
+    proc = colocate("--config", str(bad), "synth", "--outdir", str(out))
+    assert proc.returncode == 2
+    assert f"{bad}:$.registry.cidrs[0]" in proc.stderr
+    assert not filecmp.dircmp(DIST, out).diff_files and _tree(out) == _tree(DIST)
+
+
+def test_synth_that_raises_in_a_construct_leaves_dist_untouched(tmp_path, monkeypatch):
+    from colocate import cluster as cluster_mod
+    from colocate.errors import PropError
+
+    out = tmp_path / "dist"
+    shutil.copytree(DIST, out)
+    good = cluster_mod.reference
+
+    def broken(config):
+        c = good(config)
+        pools = tuple(p if p.name != "online" else type(p)(**{**p.__dict__, "nodes": 0}) for p in c.pools)
+        return type(c)(**{**c.__dict__, "pools": pools})
+
+    monkeypatch.setattr(cluster_mod, "reference", broken)
+    with pytest.raises(PropError, match="NodePool 'online': prop 'nodes'"):
+        app.synth(out)
+    assert _tree(out) == _tree(DIST)
+    assert not list(tmp_path.glob("dist.tmp-*")), "staging folder left behind"
+
+
+def test_cdk8s_cli_synth_writes_the_same_bytes(tmp_path, rendered):
+    """The real cdk8s CLI (npm, cdk8s.yaml) in a copy of the repository."""
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", ".venv", "node_modules", "dist", "build",
+                                                               ".cache", "bin", "__pycache__", ".pytest_cache"))
+    for shared in (".venv", "node_modules", "bin"):
+        (copy / shared).symlink_to(ROOT / shared)
+    proc = run(["npx", "--no", "cdk8s", "synth", "--no-check-upgrade"], cwd=copy)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _tree(copy / "dist") == rendered
+    assert _tree(copy / "build" / "cdk8s") == rendered
