@@ -31,6 +31,7 @@ def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster 
     app = App()
     node_charts = [NodePoolChart(app, props) for props in cluster.pools]
     pools = {c.pool.name: c.pool for c in node_charts}
+    # One chart per Argo CD Application; each sets its own sync wave.
     app_charts: list[ColocateChart] = [
         PlatformChart(app, cluster, config, pools),
         OnlineChart(app, cluster, pools),

@@ -1,11 +1,12 @@
 """`colocate check`: kubeconform plus the policy rules, over one index of every object.
 
 Rules live in ``policies/rules/<id>.yaml``: metadata, message and fix, and either a JSON
-Schema (single-object rules, Polaris style) or the name of a Python check in
-``policies/checks.py`` (rules that read more than one field or join objects).
+Schema (single-object rules, Polaris style) or a Python check ``<module>.<function>`` in
+``policies/checks/<module>.py`` (rules that read more than one field or join objects).
 """
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import string
@@ -144,8 +145,8 @@ def load_rules(rules_dir: Path = RULES_DIR) -> tuple[Rule, ...]:
         config_mod.validate(data, _RULE_SCHEMA, str(path))
         if not path.stem.startswith(data["id"]):
             raise InputError(str(path), "$.id", f"file name must start with the rule id {data['id']}")
-        if "check" in data and not callable(getattr(_checks(), data["check"], None)):
-            raise InputError(str(path), "$.check", f"policies/checks.py has no function {data['check']!r}")
+        if "check" in data:
+            _check_function(data["check"], str(path))
         rules.append(Rule(**{**data, "kinds": tuple(data.get("kinds", ()))}))
     ids = [r.id for r in rules]
     if len(set(ids)) != len(ids):
@@ -153,10 +154,17 @@ def load_rules(rules_dir: Path = RULES_DIR) -> tuple[Rule, ...]:
     return tuple(rules)
 
 
-def _checks():
-    from colocate.policies import checks
-
-    return checks
+def _check_function(name: str, where: str = "") -> Callable:
+    """``platform.priority_gap`` -> policies/checks/platform.py's priority_gap."""
+    module_name, _, function = name.partition(".")
+    try:
+        module = importlib.import_module(f"colocate.policies.checks.{module_name}")
+    except ModuleNotFoundError:
+        module = None
+    check = getattr(module, function, None)
+    if not callable(check):
+        raise InputError(where, "$.check", f"policies/checks/{module_name}.py has no function {function!r}")
+    return check
 
 
 def _context(cluster: Cluster, docs: list[Doc]) -> Context:
@@ -195,8 +203,7 @@ def evaluate(rules: Iterable[Rule], index: Index) -> list[Finding]:
         if rule.schema is not None:
             violations = _schema_findings(rule, index.ctx, index)
         else:
-            check: Callable[[Index, Rule], Iterable[Violation]] = getattr(_checks(), rule.check)
-            violations = check(index, rule)
+            violations = _check_function(rule.check)(index, rule)
         for v in violations:
             message = _fill(rule.message, values) + (f" ({v.detail})" if v.detail else "")
             findings.append(Finding(rule.id, rule.severity, v.doc.file, v.doc.line, v.doc.kind, v.doc.namespace,

@@ -43,9 +43,21 @@ class Cluster:
     training_namespace: str
     monitoring_namespace: str
     kubeflow_namespace: str
-    #: ServiceAccount of Prometheus (kube-prometheus-stack release ``kube-prometheus-stack``).
-    prometheus_service_account: str
+    #: Helm release name of kube-prometheus-stack; names its objects and the ``release``
+    #: label Prometheus selects ServiceMonitors and PrometheusRules by.
+    prometheus_release: str
     online_services: tuple[OnlineServiceSpec, ...]
+
+    @property
+    def prometheus_service_account(self) -> str:
+        """kube-prometheus-stack names it ``<fullname>-prometheus``; fullname is the release name
+        when it contains "kube-prometheus-stack" (templates/_helpers.tpl)."""
+        return f"{self.prometheus_release}-prometheus"
+
+    @property
+    def monitor_labels(self) -> dict[str, str]:
+        """Labels our ServiceMonitors and PrometheusRules need to be picked up."""
+        return {"release": self.prometheus_release}
 
     def pool(self, name: str) -> NodePoolProps:
         return next(p for p in self.pools if p.name == name)
@@ -100,7 +112,7 @@ def reference(config: Config) -> Cluster:
         training_namespace="training",
         monitoring_namespace="monitoring",
         kubeflow_namespace="kubeflow",
-        prometheus_service_account="kube-prometheus-stack-prometheus",
+        prometheus_release="kube-prometheus-stack",
         online_services=(
             OnlineServiceSpec(name="recsys-inference", image=f"{config.registry_host}/ml/recsys-inference:1.0.0",
                               cpu="4", memory="8Gi", gpus=1, port=8080, replicas=2),

@@ -26,13 +26,35 @@ class GitOps:
 
 
 @dataclass(frozen=True)
+class Monitoring:
+    prometheus_chart_repo_url: str
+    dcgm_chart_repo_url: str
+    grafana_admin_secret: str
+    retention: str
+    storage_size: str
+
+
+@dataclass(frozen=True)
 class Config:
     release: str
     kubernetes_version: str
     gitops: GitOps
     registry_host: str
     registry_cidrs: tuple[str, ...]
+    #: Pull upstream images as ``<registry_host>/<upstream repository>`` (a Harbor proxy cache).
+    mirror_upstream_images: bool
     shared_storage_class: str
+    training_operator_repo_url: str
+    training_operator_version: str
+    monitoring: Monitoring
+
+    def image(self, upstream: str) -> str:
+        """Where the cluster pulls an upstream image from (``nvcr.io/nvidia/x:1`` -> ``<host>/nvidia/x:1``)."""
+        if not self.mirror_upstream_images:
+            return upstream
+        first, _, rest = upstream.partition("/")
+        path = rest if rest and ("." in first or ":" in first) else upstream
+        return f"{self.registry_host}/{path}"
 
 
 def json_path(parts) -> str:
@@ -86,5 +108,15 @@ def load(path: Path = CONFIG_FILE) -> Config:
         ),
         registry_host=data["registry"]["host"],
         registry_cidrs=tuple(data["registry"]["cidrs"]),
+        mirror_upstream_images=data["registry"].get("mirrorUpstreamImages", True),
         shared_storage_class=data["storage"]["sharedClass"],
+        training_operator_repo_url=data["trainingOperator"]["repoURL"],
+        training_operator_version=data["trainingOperator"]["version"],
+        monitoring=Monitoring(
+            prometheus_chart_repo_url=data["monitoring"]["prometheusChartRepoURL"],
+            dcgm_chart_repo_url=data["monitoring"]["dcgmChartRepoURL"],
+            grafana_admin_secret=data["monitoring"]["grafanaAdminSecret"],
+            retention=data["monitoring"]["retention"],
+            storage_size=data["monitoring"]["storageSize"],
+        ),
     )
