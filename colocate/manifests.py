@@ -22,12 +22,9 @@ CLUSTER_SCOPED_KINDS = frozenset({
 })
 
 
-@dataclass(frozen=True)
-class Doc:
-    """One object, where it was read from."""
+class ObjectView:
+    """Read-only accessors over a manifest dict held in ``self.obj``."""
 
-    file: str
-    line: int
     obj: dict[str, Any]
 
     @property
@@ -54,6 +51,15 @@ class Doc:
     @property
     def namespace(self) -> str:
         return str(self.metadata.get("namespace", ""))
+
+
+@dataclass(frozen=True)
+class Doc(ObjectView):
+    """One object, where it was read from."""
+
+    file: str
+    line: int
+    obj: dict[str, Any]
 
     @property
     def is_api_object(self) -> bool:

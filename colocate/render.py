@@ -12,29 +12,19 @@ from typing import Any, Iterable
 
 import yaml
 
+from colocate.manifests import ObjectView
+
 INDEX_FILE = "index.yaml"
 INDEX_API_VERSION = "colocate.io/v1alpha1"
 _TOP_ORDER = ("apiVersion", "kind", "metadata")
 
 
 @dataclass(frozen=True)
-class Manifest:
+class Manifest(ObjectView):
     """One object and the dist/ folder it belongs to."""
 
     folder: str
     obj: dict[str, Any]
-
-    @property
-    def kind(self) -> str:
-        return self.obj["kind"]
-
-    @property
-    def name(self) -> str:
-        return self.obj.get("metadata", {}).get("name", "")
-
-    @property
-    def namespace(self) -> str:
-        return self.obj.get("metadata", {}).get("namespace", "")
 
     @property
     def filename(self) -> str:
