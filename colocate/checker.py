@@ -77,7 +77,8 @@ class Context:
         """Placeholders rule files may use."""
         c = self.cluster
         return {"online_priority": c.tier("online").name, "offline_priority": c.tier("offline").name,
-                "online_taint_key": c.online_taint.key}
+                "online_taint_key": c.online_taint.key, "tier_label": TIER_LABEL,
+                "offline_namespaces": ", ".join(sorted(self.offline_namespaces))}
 
     def scope_of(self, pod: PodSpec) -> str:
         ns = pod.doc.namespace

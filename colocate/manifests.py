@@ -136,6 +136,8 @@ class PodSpec:
     path: str
     spec: dict[str, Any]
     labels: dict[str, str]
+    #: The TFJob replica type (``Chief``, ``Worker``, ``PS``...); empty for other workloads.
+    role: str = ""
 
 
 def _get(obj: Any, keys: tuple[str, ...]) -> Any:
@@ -155,7 +157,7 @@ def pod_specs(doc: Doc) -> Iterator[PodSpec]:
             spec = template.get("spec")
             if isinstance(spec, dict):
                 yield PodSpec(doc, f"spec.tfReplicaSpecs.{role}.template.spec", spec,
-                              _get(template, ("metadata", "labels")) or {})
+                              _get(template, ("metadata", "labels")) or {}, role)
         return
     keys = _POD_SPEC_PATHS.get(doc.kind)
     if not keys:

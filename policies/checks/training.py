@@ -1,0 +1,130 @@
+"""Python checks for the training rules: GPUs in limits, TFJobs written by hand, and
+PodDisruptionBudgets over training pods. Each takes the Index and its Rule and yields
+Violations; metadata, message and fix live in policies/rules/<id>.yaml.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterator
+
+from colocate import quantity
+from colocate.checker import Index, Rule, Violation
+from colocate.manifests import PodSpec, containers
+
+GPU = "nvidia.com/gpu"
+#: The container training-operator injects TF_CONFIG and the port into, and whose exit code it reads.
+TF_CONTAINER = "tensorflow"
+#: What training-operator v1.7.0 sets on every TFJob pod, over the template's labels
+#: (pkg/controller.v1/common/pod.go createNewPod, job_controller.go GenLabels).
+OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
+TFJOB_CONTROLLER = "tfjob-controller"
+CHIEF_ROLES = ("Chief", "Master")
+#: The one replica type that does not checkpoint (the chief saves the variables it serves).
+PS_ROLE = "PS"
+
+
+def _gpu(container: dict, kind: str) -> Any:
+    return (((container.get("resources") or {}).get(kind)) or {}).get(GPU)
+
+
+def _whole(value: Any) -> bool:
+    return quantity.is_quantity(value) and quantity.parse(value) % 1 == 0
+
+
+def gpu_in_limits(index: Index, rule: Rule) -> Iterator[Violation]:
+    """The API server's rule for extended resources: whole numbers, a limit, request == limit."""
+    for pod in index.pods(rule.scope):
+        for path, container in containers(pod):
+            request, limit = _gpu(container, "requests"), _gpu(container, "limits")
+            for kind, value in (("requests", request), ("limits", limit)):
+                if value is not None and not _whole(value):
+                    yield Violation(pod.doc, f"{path}.resources.{kind}.{GPU}", f"{value} is not a whole number")
+            if request is None:
+                continue
+            if limit is None:
+                yield Violation(pod.doc, f"{path}.resources.limits.{GPU}", f"requests {request}, no limit")
+            elif _whole(request) and _whole(limit) and quantity.parse(request) != quantity.parse(limit):
+                yield Violation(pod.doc, f"{path}.resources.requests.{GPU}", f"request {request} != limit {limit}")
+
+
+def tfjob_offline_namespace(index: Index, rule: Rule) -> Iterator[Violation]:
+    """TFJobs outside the offline namespaces (a missing namespace is COL007's finding)."""
+    for doc in index.docs:
+        if doc.kind in rule.kinds and doc.namespace and doc.namespace not in index.ctx.offline_namespaces:
+            tier = "an online namespace" if doc.namespace in index.ctx.online_namespaces else "not offline"
+            yield Violation(doc, "metadata.namespace", f"{doc.namespace} is {tier}")
+
+
+def tfjob_checkpoint_volume(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Every non-PS replica mounts a persistentVolumeClaim volume into its tensorflow container
+    (into any container when none is named tensorflow; COL105 reports the name)."""
+    for pod in index.pods():
+        if not pod.role or pod.role == PS_ROLE:
+            continue
+        claims = sorted(v["name"] for v in pod.spec.get("volumes") or []
+                        if isinstance(v, dict) and v.get("persistentVolumeClaim") and v.get("name"))
+        if not claims:
+            yield Violation(pod.doc, f"{pod.path}.volumes", "no persistentVolumeClaim volume")
+            continue
+        listed = [(i, c) for i, c in enumerate(pod.spec.get("containers") or []) if isinstance(c, dict)]
+        candidates = [(i, c) for i, c in listed if c.get("name") == TF_CONTAINER] or listed
+        mounted = {m.get("name") for _, c in candidates for m in c.get("volumeMounts") or [] if isinstance(m, dict)}
+        if candidates and not mounted & set(claims):
+            yield Violation(pod.doc, f"{pod.path}.containers[{candidates[0][0]}].volumeMounts",
+                            f"does not mount the persistentVolumeClaim volume {' or '.join(claims)}")
+
+
+def _pod_label_sets(pod: PodSpec) -> Iterator[dict]:
+    """The labels each pod made from this spec carries: the template's, and for a TFJob
+    replica the operator's own per index (job-role=master on the chief, else on Worker 0)."""
+    if not pod.role:
+        yield pod.labels
+        return
+    specs = pod.doc.obj["spec"]["tfReplicaSpecs"]
+    replicas = specs[pod.role].get("replicas", 1)
+    has_chief = any(role in specs for role in CHIEF_ROLES)
+    for i in range(replicas if isinstance(replicas, int) else 1):
+        labels = {**pod.labels, OPERATOR_NAME_LABEL: TFJOB_CONTROLLER, JOB_NAME_LABEL: pod.doc.name,
+                  REPLICA_TYPE_LABEL: pod.role.lower(), REPLICA_INDEX_LABEL: str(i)}
+        if pod.role in CHIEF_ROLES or (not has_chief and pod.role == "Worker" and i == 0):
+            labels[JOB_ROLE_LABEL] = "master"
+        yield labels
+
+
+def selector_matches(selector: dict, labels: dict) -> bool:
+    """metav1.LabelSelector semantics: every matchLabels pair and every expression holds, so
+    ``{}`` selects every pod; NotIn and DoesNotExist hold when the key is absent."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expr in selector.get("matchExpressions") or []:
+        key, values = expr.get("key"), expr.get("values") or []
+        present = key in labels
+        holds = {"In": present and labels.get(key) in values,
+                 "NotIn": not present or labels.get(key) not in values,
+                 "Exists": present, "DoesNotExist": not present}.get(expr.get("operator"), False)
+        if not holds:
+            return False
+    return True
+
+
+def offline_pdb(index: Index, rule: Rule) -> Iterator[Violation]:
+    """PodDisruptionBudgets whose selector matches pods of offline namespaces or of any TFJob
+    in the PDB's namespace (policy/v1: a null selector selects nothing, ``{}`` everything)."""
+    pdbs = [(d, (d.obj.get("spec") or {}).get("selector")) for d in index.of_kind("PodDisruptionBudget")]
+    pdbs = [(d, selector) for d, selector in pdbs if isinstance(selector, dict)]
+    if not pdbs:
+        return
+    training = [p for p in index.pods() if p.role or index.ctx.scope_of(p) == "offline"]
+    for pdb, selector in pdbs:
+        matched: dict[str, list[str]] = defaultdict(list)
+        for pod in training:
+            if pod.doc.namespace == pdb.namespace and any(selector_matches(selector, l) for l in _pod_label_sets(pod)):
+                matched[pod.doc.ref].append(pod.role)
+        if matched:
+            names = [ref + (f" ({', '.join(roles)})" if any(roles) else "") for ref, roles in sorted(matched.items())]
+            more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+            yield Violation(pdb, "spec.selector", f"selects pods of {', '.join(names[:3])}{more}")

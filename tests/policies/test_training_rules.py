@@ -1,0 +1,137 @@
+"""The training rules (COL100-COL109) beyond "fires / stays clean": the exact field each
+finding names, label-selector semantics, and the labels the operator gives TFJob pods."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from colocate import checker, manifests
+from colocate.manifests import Doc
+from colocate.policies.checks.training import _pod_label_sets, selector_matches
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CONTAINERS = "spec.tfReplicaSpecs.Worker.template.spec.containers"
+
+#: fail fixture -> every (rule, field) it must produce for that rule, exactly.
+FIELDS = {
+    "COL100/fail.yaml": {"spec.tfReplicaSpecs.Worker.restartPolicy"},
+    "COL101/fail.request-only.yaml": {f"{CONTAINERS}[0].resources.limits.nvidia.com/gpu"},
+    "COL101/fail.request-not-limit.yaml": {"spec.template.spec.containers[0].resources.requests.nvidia.com/gpu"},
+    "COL101/fail.fractional.yaml": {"spec.template.spec.containers[0].resources.limits.nvidia.com/gpu"},
+    "COL102/fail.yaml": {"metadata.namespace"},
+    "COL102/fail.unlabelled-namespace.yaml": {"metadata.namespace"},
+    "COL103/fail.yaml": {"spec.tfReplicaSpecs.PS.template.spec.containers[0].resources.limits.nvidia.com/gpu"},
+    "COL104/fail.two-chiefs.yaml": {"spec.tfReplicaSpecs.Chief.replicas"},
+    "COL104/fail.chief-and-master.yaml": {"spec.tfReplicaSpecs"},
+    "COL105/fail.yaml": {CONTAINERS},
+    "COL106/fail.no-volume.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.volumes"},
+    "COL106/fail.not-mounted.yaml": {f"{CONTAINERS}[1].volumeMounts"},
+    "COL107/fail.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.terminationGracePeriodSeconds"},
+    "COL107/fail.deployment.yaml": {"spec.template.spec.terminationGracePeriodSeconds"},
+    "COL108/fail.empty-selector.yaml": {"spec.selector"},
+    "COL108/fail.operator-label.yaml": {"spec.selector"},
+    "COL108/fail.worker-0-is-master.yaml": {"spec.selector"},
+    "COL108/fail.deployment.yaml": {"spec.selector"},
+    "COL109/fail.yaml": {"spec.runPolicy.schedulingPolicy.priorityClass"},
+    "COL004/fail.tfjob.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.priorityClassName"},
+    "COL005/fail.tfjob.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.tolerations[0]"},
+}
+
+
+def test_every_training_fail_fixture_has_its_fields_listed():
+    listed = {f"{p.parent.name}/{p.name}" for p in FIXTURES.glob("COL1[0-1][0-9]/fail*.yaml")}
+    assert listed <= set(FIELDS), f"add the expected fields of {sorted(listed - set(FIELDS))} to FIELDS"
+
+
+@pytest.mark.parametrize("fixture", sorted(FIELDS))
+def test_findings_name_the_exact_field(fixture):
+    result = checker.check([FIXTURES / fixture])
+    rule = fixture.split("/")[0]
+    assert {f.field for f in result.findings if f.rule == rule} == FIELDS[fixture]
+    assert [f for f in result.findings if f.rule != rule] == [], "a fail fixture should break one rule"
+
+
+def test_pdb_finding_names_the_object_and_replicas_it_selects():
+    result = checker.check([FIXTURES / "COL108" / "fail.operator-label.yaml"])
+    (finding,) = result.findings
+    assert finding.kind == "PodDisruptionBudget" and "TFJob/training/tf-mnist-dist (Worker)" in finding.message
+
+
+def test_tfjob_outside_offline_namespaces_names_the_allowed_ones():
+    (finding,) = checker.check([FIXTURES / "COL102" / "fail.yaml"]).findings
+    assert "offline namespace (training)" in finding.message and "online is an online namespace" in finding.message
+    assert "colocate.io/tier: offline" in finding.fix
+
+
+# --- label selectors (metav1.LabelSelector) ---------------------------------------------------
+
+LABELS = {"app": "trainer", "team": "ranking"}
+
+
+@pytest.mark.parametrize("selector, matches", [
+    ({}, True),
+    ({"matchLabels": {"app": "trainer"}}, True),
+    ({"matchLabels": {"app": "trainer", "team": "search"}}, False),
+    ({"matchExpressions": [{"key": "team", "operator": "In", "values": ["ranking", "search"]}]}, True),
+    ({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["ranking"]}]}, False),
+    ({"matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["ranking"]}]}, False),
+    ({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["x"]}]}, True),  # absent key
+    ({"matchExpressions": [{"key": "team", "operator": "Exists"}]}, True),
+    ({"matchExpressions": [{"key": "tier", "operator": "Exists"}]}, False),
+    ({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}, True),
+    ({"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]}, False),
+    ({"matchLabels": {"app": "trainer"},
+      "matchExpressions": [{"key": "team", "operator": "In", "values": ["search"]}]}, False),  # ANDed
+    ({"matchExpressions": [{"key": "team", "operator": "Equals", "values": ["ranking"]}]}, False),
+])
+def test_selector_semantics(selector, matches):
+    assert selector_matches(selector, LABELS) is matches
+
+
+# --- the labels training-operator v1.7.0 gives TFJob pods -------------------------------------
+
+def _tfjob(replica_specs: dict) -> Doc:
+    return Doc("job.yaml", 1, {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+                               "metadata": {"name": "j", "namespace": "training"},
+                               "spec": {"tfReplicaSpecs": replica_specs}})
+
+
+def _labels_by_role(doc: Doc) -> dict[str, list[dict]]:
+    return {pod.role: list(_pod_label_sets(pod)) for pod in manifests.pod_specs(doc)}
+
+
+def _replica(replicas: int | None = None, labels: dict | None = None) -> dict:
+    spec = {"template": {"metadata": {"labels": labels or {}}, "spec": {"containers": []}}}
+    return spec if replicas is None else {**spec, "replicas": replicas}
+
+
+def test_operator_labels_are_added_per_index_and_override_the_template():
+    labels = _labels_by_role(_tfjob({"Worker": _replica(3, {"team": "ranking",
+                                                            "training.kubeflow.org/job-name": "other"})}))
+    workers = labels["Worker"]
+    assert [w["training.kubeflow.org/replica-index"] for w in workers] == ["0", "1", "2"]
+    assert all(w["training.kubeflow.org/job-name"] == "j" and w["team"] == "ranking"
+               and w["training.kubeflow.org/replica-type"] == "worker"
+               and w["training.kubeflow.org/operator-name"] == "tfjob-controller" for w in workers)
+
+
+def test_job_role_master_is_on_the_chief_or_else_on_worker_0():
+    with_chief = _labels_by_role(_tfjob({"Chief": _replica(), "Worker": _replica(2)}))
+    assert with_chief["Chief"][0]["training.kubeflow.org/job-role"] == "master"
+    assert all("training.kubeflow.org/job-role" not in w for w in with_chief["Worker"])
+    without = _labels_by_role(_tfjob({"Worker": _replica(2), "PS": _replica(1)}))
+    assert [w.get("training.kubeflow.org/job-role") for w in without["Worker"]] == ["master", None]
+    assert "training.kubeflow.org/job-role" not in without["PS"][0]
+
+
+def test_replicas_default_to_one_and_zero_replicas_make_no_pods():
+    labels = _labels_by_role(_tfjob({"Master": _replica(), "Evaluator": _replica(0)}))
+    assert len(labels["Master"]) == 1 and labels["Evaluator"] == []
+
+
+def test_pod_specs_carry_the_replica_role_only_for_tfjobs():
+    assert [p.role for p in manifests.pod_specs(_tfjob({"PS": _replica(), "Worker": _replica()}))] == ["PS", "Worker"]
+    deployment = Doc("d.yaml", 1, {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                                   "spec": {"template": {"spec": {"containers": []}}}})
+    assert [p.role for p in manifests.pod_specs(deployment)] == [""]
