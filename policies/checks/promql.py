@@ -1,0 +1,82 @@
+"""PromQL checks: every query in a PrometheusRule or dashboard ConfigMap parses, reads metrics
+the pinned exporters expose (policies/metrics/catalog.yaml), filters cAdvisor series right and
+uses labels its metrics carry. The analysis lives in colocate/promql.py; each check only turns
+its results into Violations. Cost: one pass over the objects to find the rule and dashboard
+objects, then work per query; the catalog is loaded once, and only if there is a query.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Mapping
+
+from colocate import promql
+from colocate.checker import Index, Rule, Violation
+
+
+def _parsed(index: Index) -> Iterator[tuple[promql.Query, promql.Analysis]]:
+    for query in promql.queries(index.docs):
+        if query.expr.strip():
+            yield query, promql.analyse(query.expr)
+
+
+def _known(index: Index) -> Mapping[str, promql.Metric]:
+    return {**promql.catalog().metrics, **promql.recorded_metrics(index.docs)}
+
+
+def metrics_exist(index: Index, rule: Rule) -> Iterator[Violation]:
+    """A syntax error, or a metric no pinned exporter exposes (or that Prometheus drops)."""
+    known: Mapping[str, promql.Metric] | None = None
+    for query, analysis in _parsed(index):
+        if analysis.error:
+            yield Violation(query.doc, query.field, f"{query.where}: syntax error: {analysis.error}")
+            continue
+        known = known if known is not None else _known(index)
+        names = dict.fromkeys(s.name for s in analysis.selectors if s.name and not promql.is_placeholder(s.name))
+        for name in names:
+            metric = known.get(name)
+            if metric is None or metric.dropped:
+                yield Violation(query.doc, query.field,
+                                f"{query.where}: {promql.catalog().explain_unknown(name, known)}")
+
+
+def _cadvisor_container_selectors(index: Index) -> Iterator[tuple[promql.Query, promql.Selector, list]]:
+    """(query, selector, for each ``container`` matcher: does it accept container=""?) for
+    every selector of a cAdvisor series that has a ``container`` label. ``None`` = a regex
+    Python cannot judge; the checks make no claim on it."""
+    metrics = None
+    for query, analysis in _parsed(index):
+        metrics = metrics or promql.catalog().metrics
+        for sel in analysis.selectors:
+            metric = metrics.get(sel.name)
+            if metric is not None and metric.exporter == "kubelet-cadvisor" and "container" in (metric.labels or ()):
+                yield query, sel, [promql.matches_empty(op, value) for label, op, value in sel.matchers
+                                   if label == "container"]
+
+
+def _network(name: str) -> bool:
+    """cAdvisor's network series exist only on the pod-level cgroup (container="")."""
+    return name.startswith("container_network_")
+
+
+def cadvisor_container_filter(index: Index, rule: Rule) -> Iterator[Violation]:
+    """container_* series without a matcher that drops container="" double-count every pod."""
+    for query, sel, accepts_empty in _cadvisor_container_selectors(index):
+        if not _network(sel.name) and all(a is True for a in accepts_empty):
+            yield Violation(query.doc, query.field, f"{query.where}: {sel} has no container filter")
+
+
+def cadvisor_network_filter(index: Index, rule: Rule) -> Iterator[Violation]:
+    """container_network_* with a matcher that drops container="" selects nothing."""
+    for query, sel, accepts_empty in _cadvisor_container_selectors(index):
+        if _network(sel.name) and any(a is False for a in accepts_empty):
+            yield Violation(query.doc, query.field, f"{query.where}: {sel} selects no series")
+
+
+def labels_exist(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Matchers, ``by`` and ``on`` labels that the metrics read cannot carry."""
+    known: Mapping[str, promql.Metric] | None = None
+    for query, analysis in _parsed(index):
+        if analysis.ast is None:
+            continue
+        known = known if known is not None else _known(index)
+        for problem in dict.fromkeys(promql.label_problems(analysis.ast, known)):
+            yield Violation(query.doc, query.field, f"{query.where}: {problem}")
