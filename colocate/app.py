@@ -6,12 +6,14 @@ from pathlib import Path
 
 from cdk8s import App
 
-from colocate import ROOT, cluster as cluster_mod, config as config_mod, render
+from colocate import ROOT, cluster as cluster_mod, config as config_mod, jobs as jobs_mod, render
 from colocate.charts._base import ColocateChart
 from colocate.charts.gitops import ApplicationsChart, BootstrapChart, app_name
 from colocate.charts.nodes import NodePoolChart
 from colocate.charts.online import OnlineChart
 from colocate.charts.platform import PlatformChart
+from colocate.charts.training import TrainingChart
+from colocate.charts.training_operator import TrainingOperatorChart, upstream_application
 
 DIST = ROOT / "dist"
 
@@ -24,10 +26,12 @@ class Built:
     cluster: cluster_mod.Cluster
 
 
-def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster | None = None) -> Built:
+def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster | None = None,
+          jobs_dir: Path = jobs_mod.JOBS_DIR) -> Built:
     """Compose every chart. Constructs validate their props here and raise PropError."""
     config = config or config_mod.load()
     cluster = cluster or cluster_mod.reference(config)
+    jobs = jobs_mod.load(jobs_dir, config)
     app = App()
     node_charts = [NodePoolChart(app, props) for props in cluster.pools]
     pools = {c.pool.name: c.pool for c in node_charts}
@@ -35,8 +39,11 @@ def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster 
     app_charts: list[ColocateChart] = [
         PlatformChart(app, cluster, config, pools),
         OnlineChart(app, cluster, pools),
+        TrainingOperatorChart(app, cluster),
+        TrainingChart(app, cluster, config, pools, jobs),
     ]
     applications = ApplicationsChart(app, config, app_charts)
+    upstream_application(applications, config, cluster)
     bootstrap = BootstrapChart(app, config, applications)
     return Built(app, [*node_charts, *app_charts, applications, bootstrap], config, cluster)
 
@@ -57,9 +64,9 @@ def render_files(built: Built) -> dict[str, str]:
     return render.render(items, doc)
 
 
-def synth(outdir: Path = DIST, config_path: Path | None = None) -> dict[str, str]:
+def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path = jobs_mod.JOBS_DIR) -> dict[str, str]:
     """Build, render and write dist/. Any error before the swap leaves ``outdir`` untouched."""
     config = config_mod.load(config_path) if config_path else config_mod.load()
-    files = render_files(build(config))
+    files = render_files(build(config, jobs_dir=jobs_dir))
     render.write_tree(files, outdir)
     return files

@@ -47,6 +47,9 @@ class Cluster:
     #: label Prometheus selects ServiceMonitors and PrometheusRules by.
     prometheus_release: str
     online_services: tuple[OnlineServiceSpec, ...]
+    #: Namespace of the training-image pre-pull DaemonSet: its pods run at the background
+    #: tier, which the offline namespace's priority rule would refuse.
+    prepull_namespace: str = "image-prepull"
 
     @property
     def prometheus_service_account(self) -> str:
@@ -99,6 +102,9 @@ def reference(config: Config) -> Cluster:
                      "Online inference: preempts offline training when capacity runs short."),
         PriorityTier("offline-batch", 100_000, "offline",
                      "Offline training: runs in idle capacity and is preempted first."),
+        PriorityTier("prepull-idle", 1_000, "background",
+                     "Training-image pre-pull: yields to everything, never preempts.",
+                     preemption_policy="Never"),
     )
     return Cluster(
         pools=pools,

@@ -1,0 +1,66 @@
+"""The training Application: one TFJob (and its checkpoint claim) per job file, and the
+DaemonSet that pre-pulls the images those jobs use."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from constructs import Construct
+
+from colocate.cluster import Cluster
+from colocate.config import Config
+from colocate.charts._base import ColocateChart
+from colocate.constructs._k8s import emit
+from colocate.constructs.argocd_application import SYNC_OPTIONS
+from colocate.constructs.image_prepull import ImagePrepull, ImagePrepullProps
+from colocate.constructs.node_pool import NodePool
+from colocate.constructs.tfjob import RoleSpec, TFJob, TFJobProps
+from colocate.errors import InputError, PropError
+from colocate.jobs import JobFile
+
+PAUSE_IMAGE = "registry.k8s.io/pause:3.9"
+PREPULL_NAME = "training-image-prepull"
+
+
+class TrainingChart(ColocateChart):
+    """``apps/training``: the cluster's training jobs, after the operator and its CRDs."""
+
+    sync_wave = 0
+
+    def __init__(self, scope: Construct, cluster: Cluster, config: Config, pools: dict[str, NodePool],
+                 jobs: Sequence[JobFile]):
+        super().__init__(scope, "training", folder="apps/training")
+        mixed = pools[cluster.mixed_pool]
+        self.jobs = [self._tfjob(job, cluster, config, mixed) for job in jobs]
+        images = sorted({job.image for job in jobs})
+        if images:
+            self._prepull(cluster, config, mixed, images)
+
+    def _tfjob(self, job: JobFile, cluster: Cluster, config: Config, pool: NodePool) -> TFJob:
+        try:
+            return TFJob(self, job.name, TFJobProps(
+                name=job.name, namespace=cluster.training_namespace, image=job.image,
+                roles={role: RoleSpec(**spec) for role, spec in job.roles().items()},
+                pools=(pool,), priority_class=cluster.tier("offline").name,
+                storage_class=config.shared_storage_class, **job.options(),
+            ))
+        except PropError as exc:
+            raise InputError(job.file, "", str(exc)) from exc
+
+    def _prepull(self, cluster: Cluster, config: Config, pool: NodePool, images: list[str]) -> None:
+        ns = cluster.prepull_namespace
+        # Its own namespace: the pods run at the background tier, below the offline tier the
+        # training namespace requires, and need no network at all (the kubelet pulls images).
+        emit(self, "prepull-namespace", {
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": ns, "annotations": {SYNC_OPTIONS: "Prune=false"},
+                         "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
+        })
+        emit(self, "prepull-deny", {
+            "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": "default-deny", "namespace": ns},
+            "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+        })
+        ImagePrepull(self, "prepull", ImagePrepullProps(
+            name=PREPULL_NAME, namespace=ns, images=images, pool=pool,
+            priority_class=cluster.tier("background").name, pause_image=config.image(PAUSE_IMAGE),
+        ))

@@ -1,0 +1,86 @@
+"""The Kubeflow training-operator: the pinned upstream release, plus what we add to it.
+
+The operator (CRDs, RBAC, Deployment, Service) is taken from the upstream kustomize overlay
+``manifests/overlays/standalone`` at the pinned tag, by its own Argo CD Application
+(``upstream_application``); re-modelling ~1 MB of generated CRDs would only let them drift.
+This chart (``apps/training-operator``) holds what we add: the ServiceMonitor that has
+kube-prometheus-stack scrape the operator's ``/metrics``.
+"""
+from __future__ import annotations
+
+from constructs import Construct
+
+from colocate.cluster import Cluster
+from colocate.config import Config
+from colocate.charts._base import ColocateChart
+from colocate.constructs._k8s import emit
+from colocate.constructs.argocd_application import SYNC_OPTIONS, ApplicationProps, ArgoApplication
+from colocate.errors import InputError
+
+#: Upstream image and tag each release's standalone overlay pins
+#: (``manifests/overlays/standalone/kustomization.yaml@<version>``). A version bump needs its
+#: tag here, or the image override would run the old operator against the new CRDs.
+OPERATOR_IMAGE = "kubeflow/training-operator"
+OPERATOR_TAGS = {"v1.7.0": "v1-855e096"}
+OVERLAY = "manifests/overlays/standalone"
+#: The overlay creates this Namespace; the platform Application owns it (PSA labels, Prune=false).
+UPSTREAM_NAMESPACE = "kubeflow"
+#: ``manifests/base/service.yaml@v1.7.0``: Service ``training-operator``, label
+#: ``app: training-operator``, port ``monitoring-port`` (8080, controller-runtime /metrics).
+SERVICE_LABELS = {"app": "training-operator"}
+METRICS_PORT = "monitoring-port"
+SYNC_WAVE = -5
+
+
+def upstream_application(scope: Construct, config: Config, cluster: Cluster) -> ArgoApplication:
+    """The Application that installs the pinned upstream operator (add it to the argocd folder)."""
+    version = config.training_operator_version
+    tag = OPERATOR_TAGS.get(version)
+    if tag is None:
+        raise InputError("colocate.yaml", "$.trainingOperator.version", f"{version!r} has no known operator "
+                         f"image tag; add it to OPERATOR_TAGS in charts/training_operator.py from "
+                         f"{OVERLAY}/kustomization.yaml@{version} (known: {', '.join(sorted(OPERATOR_TAGS))})")
+    g = config.gitops
+    delete_namespace = (f"$patch: delete\napiVersion: v1\nkind: Namespace\n"
+                        f"metadata:\n  name: {UPSTREAM_NAMESPACE}\n")
+    return ArgoApplication(scope, "training-operator-upstream", ApplicationProps(
+        name="colocate-training-operator-upstream", namespace=g.argocd_namespace, project=g.project,
+        source={
+            "repoURL": config.training_operator_repo_url,
+            "targetRevision": version,
+            "path": OVERLAY,
+            "kustomize": {
+                "namespace": cluster.kubeflow_namespace,
+                "images": [f"{OPERATOR_IMAGE}={config.image(f'{OPERATOR_IMAGE}:{tag}')}"],
+                "patches": [{"target": {"kind": "Namespace", "name": UPSTREAM_NAMESPACE}, "patch": delete_namespace}],
+            },
+        },
+        destination_server=g.destination_server, destination_namespace=cluster.kubeflow_namespace,
+        sync_wave=SYNC_WAVE,
+        # The CRDs are ~230-250 KB of JSON, too close to the 262144-byte last-applied
+        # annotation of client-side apply (FACTS 5).
+        sync_options=("ServerSideApply=true", "PruneLast=true"),
+        # Deleting this Application must not cascade: removing the CRDs deletes every TFJob.
+        cascade_delete=False,
+    ))
+
+
+class TrainingOperatorChart(ColocateChart):
+    """``apps/training-operator``: the operator's ServiceMonitor."""
+
+    sync_wave = SYNC_WAVE
+
+    def __init__(self, scope: Construct, cluster: Cluster):
+        super().__init__(scope, "training-operator", folder="apps/training-operator")
+        ns = cluster.kubeflow_namespace
+        emit(self, "servicemonitor", {
+            "apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+            "metadata": {"name": "training-operator", "namespace": ns, "labels": dict(cluster.monitor_labels),
+                         # The ServiceMonitor CRD comes from the monitoring Application.
+                         "annotations": {SYNC_OPTIONS: "SkipDryRunOnMissingResource=true"}},
+            "spec": {
+                "selector": {"matchLabels": dict(SERVICE_LABELS)},
+                "namespaceSelector": {"matchNames": [ns]},
+                "endpoints": [{"port": METRICS_PORT, "path": "/metrics", "interval": "30s"}],
+            },
+        })

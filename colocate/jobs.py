@@ -1,0 +1,85 @@
+"""Training job requests: ``jobs/<name>.yaml``, one short file per TFJob.
+
+Each file is validated against ``colocate/schemas/job.schema.json`` (errors name the file and
+the JSON path) and turned into TFJob props by the training chart; a construct error is
+re-raised naming the file too. Any error stops synth before dist/ is touched.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from colocate import ROOT
+from colocate.config import Config, load_yaml_file, validate
+from colocate.errors import InputError
+
+JOBS_DIR = ROOT / "jobs"
+SCHEMA = json.loads((Path(__file__).parent / "schemas" / "job.schema.json").read_text())
+#: Job-file role keys -> RoleSpec fields.
+_ROLE_FIELDS = {"replicas": "replicas", "cpu": "cpu", "cpuLimit": "cpu_limit", "memory": "memory",
+                "memoryLimit": "memory_limit", "gpus": "gpus"}
+
+
+@dataclass(frozen=True)
+class JobFile:
+    """One validated job file."""
+
+    #: Path as given to the user in messages (relative to the repository when inside it).
+    file: str
+    data: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.data["name"]
+
+    @property
+    def image(self) -> str:
+        return self.data["image"]
+
+    def roles(self) -> dict[str, dict[str, Any]]:
+        """Role -> RoleSpec keyword arguments; CPU numbers become strings."""
+        restart = self.data.get("restartPolicy")
+        out = {}
+        for role, spec in self.data["roles"].items():
+            kwargs = {_ROLE_FIELDS[k]: (str(v) if k in ("cpu", "cpuLimit") else v) for k, v in spec.items()}
+            out[role] = {**kwargs, **({"restart_policy": restart} if restart else {})}
+        return out
+
+    def options(self) -> dict[str, Any]:
+        """Job-level TFJobProps keyword arguments the file sets."""
+        keys = {"checkpointSize": "checkpoint_size", "backoffLimit": "backoff_limit",
+                "cleanPodPolicy": "clean_pod_policy", "command": "command", "args": "args"}
+        return {prop: self.data[key] for key, prop in keys.items() if key in self.data}
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def load_file(path: Path, config: Config) -> JobFile:
+    """Parse and validate one job file."""
+    file = _display(path)
+    data = load_yaml_file(path)
+    validate(data, SCHEMA, file)
+    if data["name"] != path.stem:
+        raise InputError(file, "$.name", f"{data['name']!r} must equal the file name {path.stem!r}, "
+                         "so each job is found by its name")
+    registry = f"{config.registry_host}/"
+    if not data["image"].startswith(registry):
+        raise InputError(file, "$.image", f"{data['image']!r} is not on the cluster's registry mirror; "
+                         f"push it to {config.registry_host} and use {registry}<project>/<image>:<tag>")
+    return JobFile(file, data)
+
+
+def load(jobs_dir: Path, config: Config) -> list[JobFile]:
+    """Every ``*.yaml`` in ``jobs_dir``, sorted by name."""
+    if not jobs_dir.is_dir():
+        raise InputError(_display(jobs_dir), "", "no such jobs folder")
+    for path in sorted(jobs_dir.glob("*.yml")):
+        raise InputError(_display(path), "", "job files end in .yaml; rename it, or it would be ignored")
+    return [load_file(path, config) for path in sorted(jobs_dir.glob("*.yaml"))]

@@ -1,0 +1,100 @@
+"""ImagePrepull: a DaemonSet that pulls images onto every node of a pool ahead of use.
+
+A 2-10 GB training image pulled when a job starts saturates the node's disk and network
+under the online services sharing the node (MISSION req 7). This DaemonSet pulls each image
+once, at the lowest priority, with tiny requests: one init container per image runs
+``/bin/sh -c true`` (so each image needs a shell; every TensorFlow image has one) and exits,
+then a pause container holds the pod so the kubelet keeps the images (unused images are what
+its image garbage collection removes first).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from constructs import Construct
+
+from colocate.constructs._k8s import check_dns_label, emit
+from colocate.constructs.node_pool import POOL_LABEL, NodePool
+from colocate.errors import PropError
+
+NAME_LABEL = "app.kubernetes.io/name"
+#: Enough for ``sh -c true`` and for pause; limits equal requests (Guaranteed, never evicted
+#: for exceeding them, never bursting into CPU the online services need).
+TINY = {"cpu": "10m", "memory": "16Mi"}
+#: Passes the ``restricted`` Pod Security level, so the namespace can enforce it.
+_SECURITY = {"allowPrivilegeEscalation": False, "runAsNonRoot": True, "runAsUser": 65534,
+             "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+@dataclass(frozen=True)
+class ImagePrepullProps:
+    """Props of an ImagePrepull."""
+
+    #: DaemonSet name.
+    name: str
+    #: Namespace.
+    namespace: str
+    #: Images to pull, each with a pinned tag; pulled in the given order.
+    images: Sequence[str]
+    #: The pool whose nodes get the images (required node affinity on ``colocate.io/pool``).
+    pool: NodePool
+    #: PriorityClass of the background tier.
+    priority_class: str
+    #: Image of the container that holds the pod, e.g. the mirrored ``registry.k8s.io/pause:3.9``.
+    pause_image: str
+
+
+class ImagePrepull(Construct):
+    """One DaemonSet: an init container per image, then pause."""
+
+    def __init__(self, scope: Construct, id: str, props: ImagePrepullProps):
+        super().__init__(scope, id)
+        self.props = props
+        self._validate()
+        p = props
+        selector = {NAME_LABEL: p.name}
+        tolerations = {"tolerations": p.pool.tolerations()} if p.pool.props.taints else {}
+        resources = {"requests": dict(TINY), "limits": dict(TINY)}
+        init = [{"name": f"pull-{i}", "image": image, "imagePullPolicy": "IfNotPresent",
+                 "command": ["/bin/sh", "-c", "true"], "resources": resources, "securityContext": _SECURITY}
+                for i, image in enumerate(p.images)]
+        emit(self, "daemonset", {
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": p.name, "namespace": p.namespace, "labels": dict(selector)},
+            "spec": {
+                "selector": {"matchLabels": selector},
+                # A new image list rolls out a few nodes at a time, not all pulls at once.
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+                "template": {
+                    "metadata": {"labels": dict(selector)},
+                    "spec": {
+                        "priorityClassName": p.priority_class,
+                        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [{"matchExpressions": [
+                                {"key": POOL_LABEL, "operator": "In", "values": [p.pool.name]}]}]}}},
+                        **tolerations,
+                        "automountServiceAccountToken": False,
+                        "enableServiceLinks": False,
+                        "terminationGracePeriodSeconds": 0,
+                        "initContainers": init,
+                        "containers": [{"name": "pause", "image": p.pause_image, "imagePullPolicy": "IfNotPresent",
+                                        "resources": resources, "securityContext": _SECURITY}],
+                    },
+                },
+            },
+        })
+
+    def _validate(self) -> None:
+        p, where = self.props, f"ImagePrepull {self.props.name!r}"
+        check_dns_label(where, "name", p.name)
+        check_dns_label(where, "namespace", p.namespace)
+        if not p.images:
+            raise PropError(where, "images", "is empty: there is nothing to pull")
+        if len(set(p.images)) != len(p.images):
+            raise PropError(where, "images", "lists an image twice")
+        for i, image in enumerate((*p.images, p.pause_image)):
+            tag = image.rsplit("/", 1)[-1]
+            if ":" not in tag or tag.endswith(":latest"):
+                prop = f"images[{i}]" if i < len(p.images) else "pause_image"
+                raise PropError(where, prop, f"{image!r} needs a pinned tag: IfNotPresent never re-pulls a moving tag")

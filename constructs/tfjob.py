@@ -1,0 +1,291 @@
+"""TFJob: a distributed TensorFlow job (kubeflow.org/v1) with the co-location guardrails built in.
+
+The user names the image and, per role, replicas, resources and GPUs. Everything the cluster's
+rules decide is set here: restartPolicy OnFailure, the ``tensorflow`` container on port 2222,
+the offline priority on every replica (the operator does not copy a job-level priority to
+pods, PITFALLS 5.4), a short grace period, no tolerations, required affinity to the pools
+training may use, GPU roles on GPU pools, PS spread over nodes, and a checkpoint volume on a
+ReadWriteMany claim whose path is in ``CHECKPOINT_DIR``.
+
+Also emits that claim (PersistentVolumeClaim ``<job>-checkpoints``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Mapping, Sequence
+
+from constructs import Construct
+
+from colocate import quantity
+from colocate.constructs._k8s import check_dns_label, emit
+from colocate.constructs.argocd_application import SYNC_OPTIONS
+from colocate.constructs.node_pool import POOL_LABEL, NodePool, Resources
+from colocate.errors import PropError
+
+#: Replica types of TFJob v1, in the order they are written.
+ROLES = ("Chief", "Master", "Worker", "PS", "Evaluator")
+CHIEF_ROLES = ("Chief", "Master")
+CONTAINER = "tensorflow"
+PORT_NAME, PORT = "tfjob-port", 2222
+CHECKPOINT_ROOT = "/mnt/checkpoints"
+CHECKPOINT_ENV = "CHECKPOINT_DIR"
+CHECKPOINT_VOLUME = "checkpoints"
+GPU = "nvidia.com/gpu"
+#: Labels the operator puts on every pod it creates (FACTS 5); replica-type is lower case.
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+#: A memory limit far above the request is memory the node does not have when every pod bursts:
+#: the kubelet then evicts, or the kernel OOM-kills, whatever is furthest above its request.
+#: 2x is the seed's own tf-mnist-dist (request 4Gi, limit 8Gi).
+MAX_MEMORY_BURST = 2
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """One replica type of the job."""
+
+    #: CPU request per replica, e.g. ``"2"``. Required.
+    cpu: str | None = None
+    #: Memory request per replica: the measured peak plus about 20% (memory is not compressible). Required.
+    memory: str | None = None
+    #: Replicas. Default 1.
+    replicas: int = 1
+    #: CPU limit: above the request lets the pod burst into idle CPU. Default: the request.
+    cpu_limit: str | None = None
+    #: Memory limit, at most MAX_MEMORY_BURST x the request. Default: the request.
+    memory_limit: str | None = None
+    #: Whole NVIDIA GPUs per replica, set as ``nvidia.com/gpu`` limits. Default 0.
+    gpus: int = 0
+    #: ``OnFailure`` (default), ``Never`` or ``ExitCode``; ``Always`` is refused.
+    restart_policy: Literal["OnFailure", "Never", "ExitCode"] = "OnFailure"
+
+
+@dataclass(frozen=True)
+class TFJobProps:
+    """Props of a TFJob."""
+
+    #: Job name (DNS label); names the pods ``<name>-<role>-<i>`` and the checkpoint claim.
+    name: str
+    #: Namespace (the offline TenantNamespace).
+    namespace: str
+    #: Training image with a pinned tag, from the internal registry.
+    image: str
+    #: Replica types: keys from ROLES, at least a Chief, Master or Worker.
+    roles: Mapping[str, RoleSpec]
+    #: Pools the job may run on (required node affinity). Must be untainted: training pods
+    #: tolerate nothing, so the online pool's taint keeps them out.
+    pools: Sequence[NodePool]
+    #: PriorityClass of the offline tier, set on every replica's pod template.
+    priority_class: str
+    #: ReadWriteMany (NFS) StorageClass of the checkpoint claim.
+    storage_class: str
+    #: Size of the checkpoint claim. Default ``10Gi``.
+    checkpoint_size: str = "10Gi"
+    #: Container command; default the image's entrypoint.
+    command: Sequence[str] = ()
+    #: Container arguments. Default: none.
+    args: Sequence[str] = ()
+    #: ``runPolicy.cleanPodPolicy``. Default ``Running`` (PS and other still-running pods are
+    #: deleted when the job ends, freeing their CPU for online services), or ``None`` when the
+    #: job has an Evaluator, which ``Running`` kills before its final evaluation (PITFALLS 5.3).
+    clean_pod_policy: Literal["Running", "All", "None"] | None = None
+    #: ``runPolicy.backoffLimit``: restarts before the job is marked Failed. Default 3.
+    backoff_limit: int = 3
+    #: ``runPolicy.ttlSecondsAfterFinished``. Default: unset. Under Argo CD self-heal a TFJob
+    #: deleted by its TTL is re-created from git and runs again (argoproj/argo-cd#8586);
+    #: a job leaves the cluster when its file leaves git.
+    ttl_seconds_after_finished: int | None = None
+    #: Seconds between SIGTERM and SIGKILL on preemption. Default 30.
+    termination_grace_period_seconds: int = 30
+    #: Extra pod labels. Default: none (the operator adds ``training.kubeflow.org/*``).
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+class TFJob(Construct):
+    """A TFJob and its checkpoint PersistentVolumeClaim."""
+
+    def __init__(self, scope: Construct, id: str, props: TFJobProps):
+        super().__init__(scope, id)
+        self.props = props
+        self._where = f"TFJob {props.name!r}"
+        self._validate()
+        p = props
+        self.claim_name = f"{p.name}-checkpoints"
+        self.checkpoint_dir = f"{CHECKPOINT_ROOT}/{p.name}"
+        self.clean_pod_policy = p.clean_pod_policy or ("None" if "Evaluator" in p.roles else "Running")
+        run_policy: dict = {"cleanPodPolicy": self.clean_pod_policy, "backoffLimit": p.backoff_limit,
+                            # Gang schedulers read the job-level class; the pods get it below.
+                            "schedulingPolicy": {"priorityClass": p.priority_class}}
+        if p.ttl_seconds_after_finished is not None:
+            run_policy["ttlSecondsAfterFinished"] = p.ttl_seconds_after_finished
+        emit(self, "tfjob", {
+            "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+            # The TFJob CRD comes from the training-operator Application (FACTS 7).
+            "metadata": {"name": p.name, "namespace": p.namespace,
+                         "annotations": {SYNC_OPTIONS: "SkipDryRunOnMissingResource=true"}},
+            "spec": {
+                "runPolicy": run_policy,
+                "tfReplicaSpecs": {role: self._replica(role, p.roles[role]) for role in ROLES if role in p.roles},
+            },
+        })
+        emit(self, "checkpoints", {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": self.claim_name, "namespace": p.namespace},
+            "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": p.storage_class,
+                     "resources": {"requests": {"storage": quantity.canonical(p.checkpoint_size, "memory")}}},
+        })
+
+    # --- rendering -------------------------------------------------------------------------
+
+    def _replica(self, role: str, spec: RoleSpec) -> dict:
+        p = self.props
+        container: dict = {
+            "name": CONTAINER,
+            "image": p.image,
+            "ports": [{"name": PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
+            "resources": self._resources(spec),
+            "env": [{"name": CHECKPOINT_ENV, "value": self.checkpoint_dir}],
+            "volumeMounts": [{"name": CHECKPOINT_VOLUME, "mountPath": self.checkpoint_dir}],
+            "securityContext": {"allowPrivilegeEscalation": False, "seccompProfile": {"type": "RuntimeDefault"}},
+        }
+        if p.command:
+            container["command"] = list(p.command)
+        if p.args:
+            container["args"] = list(p.args)
+        pod: dict = {
+            "priorityClassName": p.priority_class,
+            "terminationGracePeriodSeconds": p.termination_grace_period_seconds,
+            "affinity": self._affinity(role, spec),
+            "containers": [container],
+            "volumes": [{"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": self.claim_name}}],
+        }
+        template: dict = {"spec": pod}
+        if p.labels:
+            template["metadata"] = {"labels": dict(p.labels)}
+        return {"replicas": spec.replicas, "restartPolicy": spec.restart_policy, "template": template}
+
+    @staticmethod
+    def _resources(spec: RoleSpec) -> dict:
+        requests = {"cpu": quantity.canonical(spec.cpu, "cpu"), "memory": quantity.canonical(spec.memory, "memory")}
+        limits = {"cpu": quantity.canonical(spec.cpu_limit or spec.cpu, "cpu"),
+                  "memory": quantity.canonical(spec.memory_limit or spec.memory, "memory")}
+        if spec.gpus:
+            # Limits only: the API server sets the request equal (FACTS 4, MISSION req 4).
+            limits[GPU] = str(spec.gpus)
+        return {"requests": requests, "limits": limits}
+
+    def _affinity(self, role: str, spec: RoleSpec) -> dict:
+        pools = self._pools_for(spec)
+        affinity: dict = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [_pool_term(pools)]}}}
+        if role == "PS":
+            # "CPU-rich": among the pools the job may use, prefer those with the most CPU per
+            # node, and put each PS on its own node so no two share one node's spare CPU.
+            richest = max(pool.allocatable.cpu_milli for pool in pools)
+            rich = [pool for pool in pools if pool.allocatable.cpu_milli == richest]
+            if len(rich) < len(pools):
+                affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                    {"weight": 100, "preference": _pool_term(rich)}]
+            affinity["podAntiAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                "weight": 100,
+                "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {
+                    JOB_NAME_LABEL: self.props.name, REPLICA_TYPE_LABEL: "ps"}}},
+            }]}
+        return affinity
+
+    def _pools_for(self, spec: RoleSpec) -> list[NodePool]:
+        """Pools one replica fits on: GPU replicas only where GPUs are."""
+        need = _need(spec)
+        return [pool for pool in self.props.pools if pool.allocatable.fits(need)]
+
+    # --- validation ------------------------------------------------------------------------
+
+    def _validate(self) -> None:
+        p, where = self.props, self._where
+        check_dns_label(where, "name", p.name)
+        check_dns_label(where, "namespace", p.namespace)
+        image_tag = p.image.rsplit("/", 1)[-1] if p.image else ""
+        if "/" not in p.image or ":" not in image_tag or image_tag.endswith(":latest"):
+            raise PropError(where, "image", f"{p.image!r} must be a registry path with a pinned tag, "
+                            "e.g. harbor.example.com/ml/tf-mnist:2.11.0")
+        if not p.pools:
+            raise PropError(where, "pools", "is empty: name the pools training may use (the mixed pool)")
+        for i, pool in enumerate(p.pools):
+            blocking = [t for t in pool.props.taints if t.effect != "PreferNoSchedule"]
+            if blocking:
+                raise PropError(where, f"pools[{i}]", f"pool {pool.name!r} is tainted "
+                                f"{blocking[0].key}={blocking[0].value}:{blocking[0].effect}; training pods tolerate "
+                                "no taint (the online pool's taint is what keeps them off it), use an untainted pool")
+        unknown = sorted(set(p.roles) - set(ROLES))
+        if unknown:
+            raise PropError(where, f"roles.{unknown[0]}", f"is not a TFJob replica type; use one of {', '.join(ROLES)}")
+        if not any(role in p.roles for role in ("Chief", "Master", "Worker")):
+            raise PropError(where, "roles", "needs a Chief, Master or Worker: the job succeeds when the "
+                            "chief (or, without one, worker 0) finishes")
+        chiefs = [role for role in CHIEF_ROLES if role in p.roles]
+        if len(chiefs) > 1:
+            raise PropError(where, "roles", "has both Chief and Master; they are the same replica type "
+                            "(Master is the legacy name), keep one")
+        for role in chiefs:
+            if p.roles[role].replicas != 1:
+                raise PropError(where, f"roles.{role}.replicas", f"{p.roles[role].replicas!r}: a TFJob has exactly "
+                                f"one {role}; put the extra replicas under Worker")
+        for role in ROLES:
+            if role in p.roles:
+                self._validate_role(role, p.roles[role])
+        if not quantity.is_quantity(p.checkpoint_size) or quantity.parse(p.checkpoint_size) <= 0:
+            raise PropError(where, "checkpoint_size", f"{p.checkpoint_size!r} must be a positive size such as '10Gi'")
+        if p.clean_pod_policy not in (None, "Running", "All", "None"):
+            raise PropError(where, "clean_pod_policy", f"{p.clean_pod_policy!r} must be Running, All or None")
+        for prop in ("backoff_limit", "termination_grace_period_seconds"):
+            value = getattr(p, prop)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise PropError(where, prop, f"{value!r} must be a whole number >= 0")
+        if p.ttl_seconds_after_finished is not None and (
+                not isinstance(p.ttl_seconds_after_finished, int) or p.ttl_seconds_after_finished < 0):
+            raise PropError(where, "ttl_seconds_after_finished", f"{p.ttl_seconds_after_finished!r} must be >= 0")
+
+    def _validate_role(self, role: str, spec: RoleSpec) -> None:
+        where, prop = self._where, f"roles.{role}"
+        if spec.restart_policy == "Always":
+            raise PropError(where, f"{prop}.restart_policy", "'Always' restarts replicas that finished, so the job "
+                            "never completes; use OnFailure")
+        if spec.restart_policy not in ("OnFailure", "Never", "ExitCode"):
+            raise PropError(where, f"{prop}.restart_policy", f"{spec.restart_policy!r} must be OnFailure, Never or ExitCode")
+        if not isinstance(spec.replicas, int) or isinstance(spec.replicas, bool) or spec.replicas < 1:
+            raise PropError(where, f"{prop}.replicas", f"{spec.replicas!r} must be a whole number >= 1")
+        if not isinstance(spec.gpus, int) or isinstance(spec.gpus, bool) or spec.gpus < 0:
+            raise PropError(where, f"{prop}.gpus", f"{spec.gpus!r} must be a whole number >= 0")
+        if role == "PS" and spec.gpus:
+            raise PropError(where, f"{prop}.gpus", f"{spec.gpus}: parameter servers hold variables and need CPU "
+                            "and memory, not GPUs; set gpus on Worker instead")
+        for kind in ("cpu", "memory"):
+            request, limit = getattr(spec, kind), getattr(spec, f"{kind}_limit")
+            if request is None:
+                raise PropError(where, f"{prop}.{kind}", f"the {kind} request is missing; the scheduler places pods "
+                                "by requests, so set it (memory: the measured peak plus about 20%)")
+            for name, value in ((kind, request), (f"{kind}_limit", limit)):
+                if value is not None and (not quantity.is_quantity(value) or quantity.parse(value) <= 0):
+                    raise PropError(where, f"{prop}.{name}", f"{value!r} must be a positive quantity such as "
+                                    f"{'2 or 500m' if kind == 'cpu' else '4Gi'}")
+            if limit is not None and quantity.parse(request) > quantity.parse(limit):
+                raise PropError(where, f"{prop}.{kind}", f"request {request} is above the limit {limit}; "
+                                f"raise {kind}_limit or lower the request")
+        if spec.memory_limit is not None and quantity.parse(spec.memory_limit) > MAX_MEMORY_BURST * quantity.parse(spec.memory):
+            raise PropError(where, f"{prop}.memory_limit", f"{spec.memory_limit} is more than {MAX_MEMORY_BURST}x the "
+                            f"request {spec.memory}; memory does not compress, so size the request near the real peak "
+                            "(+20%) and keep the limit close to it")
+        if not self._pools_for(spec):
+            pools = "; ".join(f"{pool.name}: {pool.allocatable}" for pool in self.props.pools)
+            raise PropError(where, f"{prop}.cpu/memory/gpus", f"a replica needs {_need(spec)}, more than one node of "
+                            f"any pool the job may use can give (allocatable per node: {pools}); "
+                            "lower the request or split the work over more replicas")
+
+
+def _need(spec: RoleSpec) -> Resources:
+    """What one replica needs from a node: its requests (limits for GPUs)."""
+    return Resources(quantity.millicores(spec.cpu), quantity.to_bytes(spec.memory), spec.gpus)
+
+
+def _pool_term(pools: Sequence[NodePool]) -> dict:
+    return {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": sorted(p.name for p in pools)}]}

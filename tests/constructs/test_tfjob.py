@@ -1,0 +1,156 @@
+from __future__ import annotations
+
+import pytest
+import cdk8s
+
+from colocate.constructs.node_pool import KubeletReservations, NodePool, NodePoolProps, Taint
+from colocate.constructs.tfjob import RoleSpec, TFJob, TFJobProps
+from colocate.errors import PropError
+
+ROLE = RoleSpec(cpu="2", memory="4Gi")
+
+
+def pools(chart, *, online: bool = False, cpu_only: bool = False) -> list[NodePool]:
+    out = [NodePool(chart, "mixed", NodePoolProps(
+        name="mixed", nodes=6, cpu="32", memory="128Gi", gpus=2,
+        kubelet=KubeletReservations(system_reserved={"cpu": "500m", "memory": "4Gi"})))]
+    if cpu_only:
+        out.append(NodePool(chart, "cpu", NodePoolProps(name="cpu", nodes=2, cpu="64", memory="256Gi")))
+    if online:
+        out.append(NodePool(chart, "online", NodePoolProps(name="online", nodes=4, cpu="16", memory="64Gi",
+                                                           taints=(Taint("online", "true"),))))
+    return out
+
+
+def synth(roles=None, pool_args=None, **overrides) -> dict[str, dict]:
+    chart = cdk8s.Testing.chart()
+    props = dict(name="mnist", namespace="training", image="harbor.example.com/ml/tf-mnist:2.11.0",
+                 roles=roles or {"Master": ROLE, "Worker": RoleSpec(cpu="2", memory="4Gi", replicas=3, gpus=1)},
+                 pools=pools(chart, **(pool_args or {})), priority_class="offline-batch", storage_class="nfs-client")
+    TFJob(chart, "job", TFJobProps(**{**props, **overrides}))
+    return {o["kind"]: o for o in cdk8s.Testing.synth(chart)}
+
+
+def replica(objs: dict, role: str) -> dict:
+    return objs["TFJob"]["spec"]["tfReplicaSpecs"][role]
+
+
+def test_defaults_from_the_seed_on_every_replica():
+    objs = synth()
+    for role in ("Master", "Worker"):
+        spec = replica(objs, role)
+        pod = spec["template"]["spec"]
+        container = pod["containers"][0]
+        assert spec["restartPolicy"] == "OnFailure"
+        assert container["name"] == "tensorflow"
+        assert container["ports"] == [{"name": "tfjob-port", "containerPort": 2222, "protocol": "TCP"}]
+        assert pod["priorityClassName"] == "offline-batch"
+        assert pod["terminationGracePeriodSeconds"] == 30
+        assert "tolerations" not in pod
+        assert pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "colocate.io/pool", "operator": "In", "values": ["mixed"]}]}]}
+
+
+def test_requests_and_limits_default_to_each_other_and_gpus_go_in_limits_only():
+    objs = synth()
+    assert replica(objs, "Master")["template"]["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}}
+    worker = replica(objs, "Worker")
+    assert worker["replicas"] == 3
+    assert worker["template"]["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"}}
+
+
+def test_cpu_may_burst_above_the_request():
+    objs = synth(roles={"Worker": RoleSpec(cpu="2", cpu_limit="4", memory="4Gi", memory_limit="8Gi")})
+    assert replica(objs, "Worker")["template"]["spec"]["containers"][0]["resources"]["limits"] == {
+        "cpu": "4", "memory": "8Gi"}
+
+
+def test_checkpoint_claim_is_mounted_with_its_path_in_an_env_var():
+    objs = synth(checkpoint_size="20Gi")
+    claim = objs["PersistentVolumeClaim"]
+    assert claim["metadata"] == {"name": "mnist-checkpoints", "namespace": "training"}
+    assert claim["spec"] == {"accessModes": ["ReadWriteMany"], "storageClassName": "nfs-client",
+                             "resources": {"requests": {"storage": "20Gi"}}}
+    pod = replica(objs, "Master")["template"]["spec"]
+    assert pod["volumes"] == [{"name": "checkpoints", "persistentVolumeClaim": {"claimName": "mnist-checkpoints"}}]
+    container = pod["containers"][0]
+    assert container["volumeMounts"] == [{"name": "checkpoints", "mountPath": "/mnt/checkpoints/mnist"}]
+    assert container["env"] == [{"name": "CHECKPOINT_DIR", "value": "/mnt/checkpoints/mnist"}]
+
+
+def test_run_policy_cleans_running_pods_and_sets_no_ttl():
+    run = synth()["TFJob"]["spec"]["runPolicy"]
+    assert run == {"cleanPodPolicy": "Running", "backoffLimit": 3, "schedulingPolicy": {"priorityClass": "offline-batch"}}
+
+
+def test_an_evaluator_keeps_running_pods_so_it_can_finish():
+    roles = {"Chief": ROLE, "Worker": ROLE, "Evaluator": ROLE}
+    assert synth(roles=roles)["TFJob"]["spec"]["runPolicy"]["cleanPodPolicy"] == "None"
+
+
+def test_ttl_is_written_when_asked_for():
+    assert synth(ttl_seconds_after_finished=600)["TFJob"]["spec"]["runPolicy"]["ttlSecondsAfterFinished"] == 600
+
+
+def test_the_tfjob_waits_for_its_crd_from_another_application():
+    annotations = synth()["TFJob"]["metadata"]["annotations"]
+    assert annotations == {"argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"}
+
+
+def test_ps_spread_over_nodes_and_prefer_the_cpu_richest_pool():
+    roles = {"Worker": RoleSpec(cpu="2", memory="4Gi", gpus=1), "PS": RoleSpec(cpu="4", memory="8Gi", replicas=2)}
+    objs = synth(roles=roles, pool_args={"cpu_only": True})
+    ps = replica(objs, "PS")["template"]["spec"]["affinity"]
+    terms = ps["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms[0]["matchExpressions"][0]["values"] == ["cpu", "mixed"]
+    assert ps["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] == [
+        {"weight": 100, "preference": {"matchExpressions": [{"key": "colocate.io/pool", "operator": "In", "values": ["cpu"]}]}}]
+    anti = ps["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+    assert anti["labelSelector"]["matchLabels"] == {"training.kubeflow.org/job-name": "mnist",
+                                                    "training.kubeflow.org/replica-type": "ps"}
+    # GPU workers only where GPUs are.
+    worker = replica(objs, "Worker")["template"]["spec"]["affinity"]["nodeAffinity"]
+    assert worker["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0][
+        "values"] == ["mixed"]
+
+
+def test_ps_needs_no_preference_when_every_pool_is_as_cpu_rich():
+    objs = synth(roles={"Worker": ROLE, "PS": ROLE})
+    assert "preferredDuringSchedulingIgnoredDuringExecution" not in replica(objs, "PS")["template"]["spec"]["affinity"][
+        "nodeAffinity"]
+
+
+@pytest.mark.parametrize("roles, overrides, prop, words", [
+    ({"Worker": RoleSpec(cpu="2", memory="4Gi", restart_policy="Always")}, {}, "roles.Worker.restart_policy",
+     "never completes"),
+    ({"Master": RoleSpec(cpu="2", memory="4Gi", replicas=2)}, {}, "roles.Master.replicas", "exactly one Master"),
+    ({"Chief": ROLE, "Master": ROLE}, {}, "roles", "both Chief and Master"),
+    ({"Worker": ROLE, "PS": RoleSpec(cpu="2", memory="4Gi", gpus=1)}, {}, "roles.PS.gpus", "not GPUs"),
+    ({"Worker": RoleSpec(cpu="2", memory="8Gi", memory_limit="4Gi")}, {}, "roles.Worker.memory", "above the limit"),
+    ({"Worker": RoleSpec(cpu="4", cpu_limit="2", memory="4Gi")}, {}, "roles.Worker.cpu", "above the limit"),
+    ({"Worker": RoleSpec(memory="4Gi")}, {}, "roles.Worker.cpu", "cpu request is missing"),
+    ({"Worker": RoleSpec(cpu="2")}, {}, "roles.Worker.memory", "memory request is missing"),
+    ({"Worker": RoleSpec(cpu="40", memory="4Gi")}, {}, "roles.Worker.cpu/memory/gpus", "more than one node"),
+    ({"Worker": RoleSpec(cpu="2", memory="4Gi", gpus=3)}, {}, "roles.Worker.cpu/memory/gpus", "more than one node"),
+    ({"Worker": RoleSpec(cpu="2", memory="125Gi")}, {}, "roles.Worker.cpu/memory/gpus", "more than one node"),
+    ({"Worker": RoleSpec(cpu="2", memory="2Gi", memory_limit="8Gi")}, {}, "roles.Worker.memory_limit", "2x the request"),
+    ({"PS": ROLE}, {}, "roles", "needs a Chief, Master or Worker"),
+    ({"Workers": ROLE}, {}, "roles.Workers", "not a TFJob replica type"),
+    (None, {"image": "harbor.example.com/ml/tf-mnist:latest"}, "image", "pinned tag"),
+    (None, {"name": "MNIST"}, "name", "DNS-1123"),
+    (None, {"checkpoint_size": "lots"}, "checkpoint_size", "positive size"),
+    (None, {"backoff_limit": -1}, "backoff_limit", ">= 0"),
+])
+def test_bad_props_are_refused_naming_the_prop(roles, overrides, prop, words):
+    with pytest.raises(PropError) as err:
+        synth(roles=roles, **overrides)
+    assert err.value.prop == prop and words in str(err.value)
+    assert str(err.value).startswith(f"TFJob '{overrides.get('name', 'mnist')}': prop '{prop}': ")
+
+
+def test_a_tainted_pool_is_refused_since_training_tolerates_nothing():
+    with pytest.raises(PropError) as err:
+        synth(pool_args={"online": True})
+    assert err.value.prop == "pools[1]" and "online=true:NoSchedule" in str(err.value)
