@@ -9,7 +9,9 @@ from cdk8s import App
 from colocate import ROOT, cluster as cluster_mod, config as config_mod, jobs as jobs_mod, render
 from colocate.charts._base import ColocateChart
 from colocate.charts.gitops import ApplicationsChart, BootstrapChart, app_name
+from colocate.charts.monitoring import MonitoringChart, helm_applications
 from colocate.charts.nodes import NodePoolChart
+from colocate.charts.observability import ObservabilityChart
 from colocate.charts.online import OnlineChart
 from colocate.charts.platform import PlatformChart
 from colocate.charts.training import TrainingChart
@@ -41,9 +43,12 @@ def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster 
         OnlineChart(app, cluster, pools),
         TrainingOperatorChart(app, cluster),
         TrainingChart(app, cluster, config, pools, jobs),
+        observability := ObservabilityChart(app, cluster),
+        monitoring := MonitoringChart(app, cluster, config, pools, dcgm_used_fields=observability.mixin.dcgm_fields()),
     ]
     applications = ApplicationsChart(app, config, app_charts)
     upstream_application(applications, config, cluster)
+    helm_applications(applications, config, cluster, monitoring)
     bootstrap = BootstrapChart(app, config, applications)
     return Built(app, [*node_charts, *app_charts, applications, bootstrap], config, cluster)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from colocate.config import Config
+from colocate.constructs.kube_prometheus_stack import fullname as kps_fullname
 from colocate.constructs.node_pool import KubeletReservations, NodePoolProps, Taint
 from colocate.constructs.priority_tiers import PriorityTier
 
@@ -53,9 +54,8 @@ class Cluster:
 
     @property
     def prometheus_service_account(self) -> str:
-        """kube-prometheus-stack names it ``<fullname>-prometheus``; fullname is the release name
-        when it contains "kube-prometheus-stack" (templates/_helpers.tpl)."""
-        return f"{self.prometheus_release}-prometheus"
+        """kube-prometheus-stack names it ``<fullname>-prometheus`` (templates/_helpers.tpl)."""
+        return f"{kps_fullname(self.prometheus_release)}-prometheus"
 
     @property
     def monitor_labels(self) -> dict[str, str]:

@@ -25,6 +25,19 @@ def git_directory(repo_url: str, revision: str, path: str) -> dict[str, Any]:
     return {"repoURL": repo_url, "targetRevision": revision, "path": path, "directory": {"recurse": True}}
 
 
+def helm_chart(repo_url: str, chart: str, version: str, release_name: str,
+               values: Mapping[str, Any]) -> dict[str, Any]:
+    """A source that renders ``chart`` at ``version`` from a Helm repository, with values as
+    a map (``valuesObject``, Argo CD >= 2.8) so they are reviewed as YAML, not a string.
+
+    Name the Application like ``release_name``: before Argo CD 3.0 the tracking label
+    ``app.kubernetes.io/instance=<Application>`` overwrites the chart's own instance label,
+    and selectors that use it (ServiceMonitor -> Service) break unless both are equal.
+    """
+    return {"repoURL": repo_url, "chart": chart, "targetRevision": version,
+            "helm": {"releaseName": release_name, "valuesObject": dict(values)}}
+
+
 @dataclass(frozen=True)
 class ApplicationProps:
     """Props of an ArgoApplication."""

@@ -1,0 +1,96 @@
+"""Monitoring: kube-prometheus-stack and the DCGM exporter as Helm-sourced Argo CD Applications,
+plus ``apps/monitoring`` with what we add to them (the generated DCGM counters CSV).
+
+Both charts are rendered by Argo CD from their Helm repositories (mirrorable through
+colocate.yaml): re-modelling them would copy thousands of lines that upstream maintains.
+Their values are generated here, so every cluster fact (pools, taints, release label,
+storage, registry mirror) has one source.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from constructs import Construct
+
+from colocate.cluster import Cluster
+from colocate.config import Config
+from colocate.charts._base import ColocateChart
+from colocate.constructs import dcgm_exporter as dcgm, kube_prometheus_stack as kps
+from colocate.constructs.argocd_application import ApplicationProps, ArgoApplication, helm_chart
+from colocate.constructs.node_pool import NodePool
+
+KPS_SYNC_WAVE = -8
+DCGM_SYNC_WAVE = -6
+
+#: MISSION.md requirement 10 names 1860, 315 and 15756; FACTS.md section 9 and
+#: docs/monitoring.md say why only 1860 is kept and what replaces the other two.
+COMMUNITY_DASHBOARDS = (
+    kps.CommunityDashboard("node-exporter-full", 1860, 37,
+                           "Node Exporter Full; revisions since 2025-04 need Grafana 11.6, the chart ships 10.2"),
+    kps.CommunityDashboard("kubernetes-views-global", 15757, 37,
+                           "replaces 15756, which matches no dashboard; first of dotdc's Kubernetes / Views set"),
+)
+
+
+def gpu_pools(pools: dict[str, NodePool]) -> list[dcgm.GpuPool]:
+    """Every pool with GPUs, with the taints the exporter has to tolerate."""
+    return [dcgm.GpuPool(p.name, tuple(p.props.taints)) for p in pools.values() if p.props.gpus > 0]
+
+
+def stack(cluster: Cluster, config: Config, pools: dict[str, NodePool]) -> kps.KubePrometheusStack:
+    """kube-prometheus-stack for this cluster: pinned to the monitoring pool, selecting our monitors."""
+    m = config.monitoring
+    monitoring = pools[cluster.monitoring_pool]
+    return kps.KubePrometheusStack(kps.KubePrometheusStackProps(
+        release=cluster.prometheus_release, namespace=cluster.monitoring_namespace,
+        grafana_admin_secret=m.grafana_admin_secret, storage_class=config.shared_storage_class,
+        storage_size=m.storage_size, retention=m.retention, monitor_labels=cluster.monitor_labels,
+        pool_labels=monitoring.labels, pool_taints=tuple(monitoring.props.taints),
+        image_registry=config.registry_host if config.mirror_upstream_images else None,
+        community_dashboards=COMMUNITY_DASHBOARDS,
+    ))
+
+
+class MonitoringChart(ColocateChart):
+    """``apps/monitoring``: the DCGM counters ConfigMap. The Helm Applications come from
+    ``helm_applications``; this folder syncs with kube-prometheus-stack, before the exporter."""
+
+    sync_wave = KPS_SYNC_WAVE
+
+    def __init__(self, scope: Construct, cluster: Cluster, config: Config, pools: dict[str, NodePool],
+                 dcgm_used_fields: Sequence[str]):
+        super().__init__(scope, "monitoring", folder="apps/monitoring")
+        self.stack = stack(cluster, config, pools)
+        self.dcgm = dcgm.DcgmExporter(self, "dcgm-exporter", dcgm.DcgmExporterProps(
+            namespace=cluster.monitoring_namespace, gpu_pools=gpu_pools(pools), used_fields=tuple(dcgm_used_fields),
+            monitor_labels=cluster.monitor_labels, image=config.image(dcgm.IMAGE),
+        ))
+
+
+def helm_applications(scope: Construct, config: Config, cluster: Cluster, chart: MonitoringChart) -> None:
+    """The two Helm-sourced Applications, added to the ``apps/argocd`` folder (``scope``).
+
+    Each Application is named like its Helm release: before Argo CD 3.0 the tracking label
+    ``app.kubernetes.io/instance`` overwrites the chart's own and breaks its selectors otherwise.
+    """
+    g, m = config.gitops, config.monitoring
+    common = dict(namespace=g.argocd_namespace, project=g.project, destination_server=g.destination_server,
+                  destination_namespace=cluster.monitoring_namespace)
+    release = cluster.prometheus_release
+    ArgoApplication(scope, release, ApplicationProps(
+        name=release, **common, sync_wave=KPS_SYNC_WAVE,
+        source=helm_chart(m.prometheus_chart_repo_url, kps.CHART, chart.stack.props.chart_version, release,
+                          chart.stack.values()),
+        # The prometheuses CRD is 345,787 bytes of JSON, over the 262,144-byte last-applied
+        # annotation client-side apply writes (FACTS.md section 6).
+        sync_options=("ServerSideApply=true", "ApplyOutOfSyncOnly=true", "PruneLast=true"),
+        # Deleting the Application must not delete the CRDs, and with them every
+        # ServiceMonitor and PrometheusRule in the cluster.
+        cascade_delete=False,
+    ))
+    exporter = chart.dcgm.props.release
+    ArgoApplication(scope, exporter, ApplicationProps(
+        name=exporter, **common, sync_wave=DCGM_SYNC_WAVE,
+        source=helm_chart(m.dcgm_chart_repo_url, dcgm.CHART, dcgm.CHART_VERSION, exporter, chart.dcgm.values()),
+        sync_options=("PruneLast=true",),
+    ))

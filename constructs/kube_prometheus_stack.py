@@ -1,0 +1,209 @@
+"""KubePrometheusStack: the values of the kube-prometheus-stack Helm chart, generated in Python.
+
+Argo CD renders the chart (Helm source, ``valuesObject``); nothing here is a cluster object of
+its own. Every key below was checked against the chart's values.yaml and templates at
+``kube-prometheus-stack-55.5.1`` (FACTS.md sections 0, 6) or its pinned subcharts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from colocate import quantity
+from colocate.constructs._k8s import check_dns_label, check_labels
+from colocate.constructs.node_pool import POOL_LABEL, Taint
+from colocate.errors import PropError
+
+CHART = "kube-prometheus-stack"
+CHART_VERSION = "55.5.1"
+#: templates/_helpers.tpl truncates the chart's fullname to 26 characters.
+_FULLNAME_MAX = 26
+_PROMETHEUS_PORT = 9090
+#: The three monitor kinds Prometheus selects, by the prefix of their prometheusSpec keys.
+MONITOR_KINDS = {"ServiceMonitor": "serviceMonitor", "PodMonitor": "podMonitor", "PrometheusRule": "rule"}
+#: Pod labels kube-state-metrics exports on kube_pod_labels, so dashboards can group by TFJob.
+TRAINING_POD_LABELS = ("training.kubeflow.org/job-name", "training.kubeflow.org/replica-type")
+
+
+def fullname(release: str) -> str:
+    """The chart's ``kube-prometheus-stack.fullname``: the release name when it contains the chart
+    name, else ``<release>-kube-prometheus-stack``; at most 26 characters, no trailing '-'."""
+    name = release if CHART in release else f"{release}-{CHART}"
+    return name[:_FULLNAME_MAX].rstrip("-")
+
+
+def prometheus_url(release: str, namespace: str) -> str:
+    """The URL the chart's Grafana datasource points at (templates/grafana/configmaps-datasources.yaml)."""
+    return f"http://{fullname(release)}-prometheus.{namespace}:{_PROMETHEUS_PORT}/"
+
+
+def monitor_selectors(labels: Mapping[str, str]) -> dict[str, Any]:
+    """prometheusSpec keys that make Prometheus pick up every ServiceMonitor, PodMonitor and
+    PrometheusRule carrying ``labels``, in any namespace (``{}`` namespace selector = all)."""
+    out: dict[str, Any] = {}
+    for prefix in MONITOR_KINDS.values():
+        out[f"{prefix}Selector"] = {"matchLabels": dict(labels)}
+        out[f"{prefix}NamespaceSelector"] = {}
+    return out
+
+
+def rendered_selector(prometheus_spec: Mapping[str, Any], kind: str, release: str) -> tuple[dict, dict | None]:
+    """(label selector, namespace selector) the chart renders into the Prometheus object for
+    ``kind``, from ``prometheus.prometheusSpec`` values (templates/prometheus/prometheus.yaml):
+    an explicit selector wins; else ``*SelectorNilUsesHelmValues`` (default true) gives
+    ``release: <release>``; else ``{}``. A namespace selector of None means the Prometheus'
+    own namespace only; ``{}`` means every namespace (the chart's default)."""
+    prefix = MONITOR_KINDS[kind]
+    selector = prometheus_spec.get(f"{prefix}Selector")
+    if not selector:
+        nil_uses_helm = prometheus_spec.get(f"{prefix}SelectorNilUsesHelmValues", True)
+        selector = {"matchLabels": {"release": release}} if nil_uses_helm else {}
+    return dict(selector), prometheus_spec.get(f"{prefix}NamespaceSelector", {})
+
+
+@dataclass(frozen=True)
+class CommunityDashboard:
+    """A grafana.com dashboard the chart's Grafana downloads at start (needs internet or a mirror)."""
+
+    #: Provider-unique key, a DNS label.
+    name: str
+    #: grafana.com dashboard id.
+    gnet_id: int
+    #: Pinned grafana.com revision (newer revisions may need a newer Grafana than the chart's 10.2).
+    revision: int
+    #: Why this dashboard and this revision.
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class KubePrometheusStackProps:
+    """Props of KubePrometheusStack."""
+
+    #: Helm release name; also the Argo CD Application name and the ``release`` label value.
+    release: str
+    #: Namespace the stack runs in.
+    namespace: str
+    #: Existing Secret holding Grafana's admin user and password (never in git).
+    grafana_admin_secret: str
+    #: StorageClass of Prometheus' PersistentVolumeClaim.
+    storage_class: str
+    #: Size of Prometheus' PersistentVolumeClaim, e.g. ``100Gi``.
+    storage_size: str
+    #: How long Prometheus keeps samples, e.g. ``15d``.
+    retention: str
+    #: Labels ServiceMonitors, PodMonitors and PrometheusRules must carry to be picked up.
+    monitor_labels: Mapping[str, str]
+    #: nodeSelector pinning Prometheus, Alertmanager, Grafana, kube-state-metrics and the operator.
+    pool_labels: Mapping[str, str]
+    #: Taints of that pool, tolerated by the same components.
+    pool_taints: Sequence[Taint] = ()
+    #: Registry that replaces every image's registry host (a pull-through mirror). Default: none.
+    image_registry: str | None = None
+    #: Keys of the Grafana admin Secret. Defaults are the chart's.
+    grafana_user_key: str = "admin-user"
+    grafana_password_key: str = "admin-password"
+    #: ConfigMap label Grafana's dashboard sidecar watches (in every namespace).
+    dashboard_label: tuple[str, str] = ("grafana_dashboard", "1")
+    #: Pod labels kube-state-metrics exports as ``label_*`` on kube_pod_labels.
+    pod_labels_allowlist: Sequence[str] = TRAINING_POD_LABELS
+    #: Node labels it exports on kube_node_labels; the dashboards and the idle-GPU alert
+    #: group nodes by pool.
+    node_labels_allowlist: Sequence[str] = (POOL_LABEL,)
+    #: Community dashboards downloaded from grafana.com. Default: none.
+    community_dashboards: Sequence[CommunityDashboard] = ()
+    #: Chart version. Default 55.5.1 (FACTS.md section 0).
+    chart_version: str = CHART_VERSION
+
+
+class KubePrometheusStack:
+    """Validated props -> the chart's values (``values()``) and derived facts (URLs, names)."""
+
+    def __init__(self, props: KubePrometheusStackProps):
+        self.props = props
+        self._validate()
+
+    @property
+    def fullname(self) -> str:
+        return fullname(self.props.release)
+
+    @property
+    def prometheus_url(self) -> str:
+        return prometheus_url(self.props.release, self.props.namespace)
+
+    def _validate(self) -> None:
+        p, where = self.props, f"KubePrometheusStack {self.props.release!r}"
+        check_dns_label(where, "release", p.release)
+        check_dns_label(where, "namespace", p.namespace)
+        check_dns_label(where, "grafana_admin_secret", p.grafana_admin_secret)
+        if not p.monitor_labels:
+            raise PropError(where, "monitor_labels", "is empty: an empty selector makes Prometheus load every "
+                            "rule and monitor in the cluster; give the release label, e.g. {'release': ...}")
+        check_labels(where, "monitor_labels", p.monitor_labels)
+        check_labels(where, "pool_labels", p.pool_labels)
+        if not p.pool_labels:
+            raise PropError(where, "pool_labels", "is empty; give the monitoring pool's node labels")
+        if not quantity.is_quantity(p.storage_size) or quantity.parse(p.storage_size) <= 0:
+            raise PropError(where, "storage_size", f"{p.storage_size!r} must be a positive quantity such as '100Gi'")
+        if not p.retention[:-1].isdigit() or p.retention[-1:] not in ("h", "d", "w", "y"):
+            raise PropError(where, "retention", f"{p.retention!r} must be a Prometheus duration such as '15d'")
+        if len({d.name for d in p.community_dashboards}) != len(p.community_dashboards):
+            raise PropError(where, "community_dashboards", "two dashboards share a name")
+        for i, d in enumerate(p.community_dashboards):
+            check_dns_label(where, f"community_dashboards[{i}].name", d.name)
+            if d.revision < 1:
+                raise PropError(where, f"community_dashboards[{i}].revision",
+                                "pin a revision; 'latest' may need a newer Grafana than the chart ships")
+
+    def _pinned(self) -> dict[str, Any]:
+        """nodeSelector + tolerations for a component that belongs on the monitoring pool."""
+        return {"nodeSelector": dict(self.props.pool_labels),
+                "tolerations": [t.toleration() for t in self.props.pool_taints]}
+
+    def values(self) -> dict[str, Any]:
+        p = self.props
+        pinned = self._pinned
+        label, label_value = p.dashboard_label
+        values: dict[str, Any] = {
+            "prometheus": {"prometheusSpec": {
+                "retention": p.retention,
+                # One writer: ReadWriteOnce even on an NFS class (docs/monitoring.md: TSDB on NFS).
+                "storageSpec": {"volumeClaimTemplate": {"spec": {
+                    "storageClassName": p.storage_class, "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": quantity.canonical(p.storage_size, "memory")}}}}},
+                **monitor_selectors(p.monitor_labels),
+                **pinned(),
+            }},
+            "alertmanager": {"alertmanagerSpec": pinned()},
+            "prometheusOperator": {**pinned(), "admissionWebhooks": {"patch": pinned()}},
+            "kube-state-metrics": {
+                **pinned(),
+                "metricLabelsAllowlist": [f"pods=[{','.join(p.pod_labels_allowlist)}]",
+                                          f"nodes=[{','.join(p.node_labels_allowlist)}]"],
+            },
+            # Host network gives instance=<node IP>:9100; tolerating every taint puts it on
+            # the online, mixed and monitoring pools alike.
+            "prometheus-node-exporter": {"hostNetwork": True, "tolerations": [{"operator": "Exists"}]},
+            "grafana": {
+                **pinned(),
+                "admin": {"existingSecret": p.grafana_admin_secret, "userKey": p.grafana_user_key,
+                          "passwordKey": p.grafana_password_key},
+                "sidecar": {
+                    "dashboards": {"enabled": True, "label": label, "labelValue": label_value,
+                                   "searchNamespace": "ALL"},
+                    "datasources": {"url": self.prometheus_url},
+                },
+            },
+        }
+        if p.community_dashboards:
+            values["grafana"]["dashboardProviders"] = {"dashboardproviders.yaml": {"apiVersion": 1, "providers": [{
+                "name": "community", "orgId": 1, "folder": "Community", "type": "file",
+                "disableDeletion": True, "editable": False,
+                "options": {"path": "/var/lib/grafana/dashboards/community"}}]}}
+            values["grafana"]["dashboards"] = {"community": {
+                d.name: {"gnetId": d.gnet_id, "revision": d.revision, "datasource": "Prometheus"}
+                for d in p.community_dashboards}}
+        if p.image_registry:
+            # Replaces the registry host of every image, subcharts included; the path stays
+            # (quay.io/prometheus/prometheus -> <mirror>/prometheus/prometheus), as Config.image does.
+            values["global"] = {"imageRegistry": p.image_registry}
+        return values

@@ -1,0 +1,155 @@
+"""The dashboards we ship: sidecar ConfigMaps with stable uids, a datasource variable and the
+co-location panels the cluster's operators asked for."""
+from __future__ import annotations
+
+import json
+
+import promql_parser
+import yaml
+
+from colocate import cluster as cluster_mod, config as config_mod
+from colocate.constructs.colocation_mixin import (PARSE_VALUES, ColocationMixin, MixinConfig, dcgm_fields,
+                                                  expand_variables, metric_names, sanitize_label)
+from colocate.constructs.node_pool import POOL_LABEL
+from colocate.constructs.grafana_dashboard import from_configmap, panel_queries, panels
+
+CADVISOR = ("container_cpu_usage_seconds_total", "container_memory_working_set_bytes")
+
+
+def shipped_dashboards(rendered: dict[str, str]) -> dict[str, dict]:
+    """``<dist path>#<key>`` -> dashboard JSON of every sidecar ConfigMap in the synth output."""
+    out = {}
+    for path, text in rendered.items():
+        obj = yaml.safe_load(text)
+        if obj.get("kind") == "ConfigMap" and "grafana_dashboard" in (obj["metadata"].get("labels") or {}):
+            for board in from_configmap(obj):
+                out[f"{path}#{board['uid']}"] = board
+    return out
+
+
+def _colocation(rendered: dict[str, str]) -> dict:
+    return next(b for b in shipped_dashboards(rendered).values() if b["title"] == "Colocation")
+
+
+def _mixin() -> ColocationMixin:
+    return ColocationMixin(MixinConfig.from_cluster(cluster_mod.reference(config_mod.load())))
+
+
+def test_dashboard_configmaps_are_minified_sidecar_configmaps_applied_server_side(rendered):
+    maps = [yaml.safe_load(t) for p, t in rendered.items() if p.startswith("apps/observability/configmap.")]
+    assert maps
+    for cm in maps:
+        assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert cm["metadata"]["namespace"] == "monitoring"
+        assert cm["metadata"]["annotations"]["argocd.argoproj.io/sync-options"] == "ServerSideApply=true"
+        (key, text), = cm["data"].items()
+        board = json.loads(text)
+        assert key == f"{board['uid']}.json"
+        assert text == json.dumps(board, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_uids_are_stable_and_datasource_is_a_variable(rendered):
+    first = {b["uid"] for b in shipped_dashboards(rendered).values()}
+    assert first == {b.uid for b in _mixin().dashboards}  # rebuilt from source: same uids
+    for board in shipped_dashboards(rendered).values():
+        assert len(board["uid"]) <= 40
+        variables = {v["name"]: v for v in board["templating"]["list"]}
+        assert variables["datasource"]["type"] == "datasource" and variables["datasource"]["query"] == "prometheus"
+        for panel in panels(board):
+            assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, panel["title"]
+            assert panel["gridPos"]["w"] > 0 and panel["id"]
+            assert all(t["refId"] for t in panel["targets"]), panel["title"]
+
+
+def test_every_query_parses_with_variables_expanded(rendered):
+    for board in shipped_dashboards(rendered).values():
+        for title, expr in panel_queries(board):
+            promql_parser.parse(expand_variables(expr, {**PARSE_VALUES, "pool": "mixed", "node": ".*"}))
+
+
+def _cadvisor_container_matchers(expr: str) -> list[list[tuple[str, str]]]:
+    """For each cAdvisor selector in ``expr``: its (op, value) matchers on ``container``."""
+    found = []
+
+    def visit(node):
+        if isinstance(node, promql_parser.VectorSelector) and node.name in CADVISOR:
+            found.append([(str(m.op).rsplit(".", 1)[-1], m.value) for m in node.matchers.matchers
+                          if m.name == "container"])
+
+    promql_parser.walk(promql_parser.parse(expr), visit)
+    return found
+
+
+def test_cadvisor_queries_filter_the_container(rendered):
+    """The pod-level cgroup (container="") would double every sum; checked in the shipped
+    dashboards and in the rules they read."""
+    exprs = [expand_variables(e, {**PARSE_VALUES, "node": ".*"}) for b in shipped_dashboards(rendered).values()
+             for _, e in panel_queries(b)]
+    exprs += [r["expr"] for g in _mixin().rule_groups for r in g["rules"]]
+    selectors = [m for e in exprs for m in _cadvisor_container_matchers(e)]
+    assert len(selectors) >= 3
+    for matchers in selectors:
+        assert ("NotEqual", "") in matchers or any(op == "Equal" and value for op, value in matchers), matchers
+
+
+def test_colocation_dashboard_has_the_panels_operators_need(rendered):
+    board = _colocation(rendered)
+    by_title = {p["title"]: p for p in panels(board)}
+    per_node = by_title["Node $node: requested vs used (share of allocatable)"]
+    assert per_node["repeat"] == "node"
+    legends = [t["legendFormat"] for t in per_node["targets"]]
+    assert legends == ["CPU requested", "CPU used (containers)", "memory requested", "memory used (working set)"]
+    gpu = by_title["GPU utilisation per device"]
+    assert gpu["type"] == "state-timeline"
+    defaults = gpu["fieldConfig"]["defaults"]
+    assert (defaults["min"], defaults["max"], defaults["color"]["mode"]) == (0, 100, "continuous-GrYlRd")
+    assert defaults["thresholds"]["steps"][0] == {"color": "green", "value": None}
+    assert defaults["thresholds"]["steps"][-1]["color"] == "red"
+    assert by_title["GPU memory used"]["fieldConfig"]["defaults"]["unit"] == "bytes"
+    for title in ("Training pods by phase", "TFJobs by state (from their pods)",
+                  "CPU requests by priority class (share of pool allocatable)",
+                  "Memory requests by priority class (share of pool allocatable)"):
+        assert by_title[title]["targets"], title
+    assert not [p for p in panels(board) if p["type"] in ("graph", "singlestat")], "Angular panels are gone in Grafana 11"
+
+
+def test_dcgm_fields_are_collected_from_the_parsed_queries():
+    mixin = _mixin()
+    parsed = set()
+    for expr in mixin.expressions():
+        parsed |= {n for n in metric_names(expr) if n.startswith("DCGM_")}
+    assert dcgm_fields(cluster_mod.reference(config_mod.load())) == sorted(parsed)
+    assert {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"} <= set(parsed)
+
+
+def test_dcgm_exporter_collects_every_field_we_query(rendered):
+    """The other side of dcgm_fields(): the counters CSV the exporter runs with names them."""
+    csv = "\n".join(t for p, t in rendered.items() if p.startswith("apps/monitoring/configmap."))
+    for field in _mixin().dcgm_fields():
+        assert field in csv, f"{field} is queried but not in the DCGM exporter's counters CSV"
+
+
+def test_kube_state_metrics_exports_the_node_labels_the_mixin_reads(rendered):
+    """kube_node_labels has a ``label_<key>`` only for allow-listed keys (KSM chart default:
+    none); without ``nodes=[colocate.io/pool]`` the pool variable, the pool-share rule and the
+    idle-GPU alert see nothing."""
+    app = next(yaml.safe_load(t) for p, t in rendered.items()
+               if p.startswith("apps/argocd/") and yaml.safe_load(t)["metadata"]["name"] == "kube-prometheus-stack")
+    allowlist = app["spec"]["source"]["helm"]["valuesObject"]["kube-state-metrics"].get("metricLabelsAllowlist") or []
+    nodes = [key for entry in allowlist if entry.startswith("nodes=[")
+             for key in entry[len("nodes=["):-1].split(",")]
+    read = {n[len("label_"):] for e in _mixin().expressions() for n in _label_names(e) if n.startswith("label_")}
+    allowed = {sanitize_label(k)[len("label_"):] for k in nodes}
+    assert read <= allowed, (f"kube_node_labels labels {sorted(read - allowed)} are read but not allow-listed: add "
+                             f"'nodes=[{POOL_LABEL}]' to kube-state-metrics.metricLabelsAllowlist in the KPS values")
+
+
+def _label_names(expr: str) -> set[str]:
+    names: set[str] = set()
+
+    def visit(node):
+        if isinstance(node, promql_parser.VectorSelector) and node.name == "kube_node_labels":
+            names.update(m.name for m in node.matchers.matchers)
+
+    promql_parser.walk(promql_parser.parse(expr), visit)
+    return names

@@ -1,0 +1,100 @@
+"""The monitoring Applications as synthesized into dist/: Helm sources, waves, selectors, secrets."""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import yaml
+
+from colocate import ROOT, app, checker, config as config_mod, kubeconform
+from colocate.constructs import kube_prometheus_stack as kps
+from colocate.policies.checks.monitoring_stack import matches
+
+DIST = ROOT / "dist"
+
+
+def _objects(rendered: dict[str, str]) -> list[dict]:
+    return [yaml.safe_load(t) for p, t in rendered.items() if p.startswith("apps/")]
+
+
+def _application(rendered: dict[str, str], name: str) -> dict:
+    return yaml.safe_load(rendered[f"apps/argocd/application.argocd.{name}.yaml"])
+
+
+def test_kube_prometheus_stack_is_a_helm_application_at_wave_minus_8_with_server_side_apply(rendered):
+    application = _application(rendered, "kube-prometheus-stack")
+    source = application["spec"]["source"]
+    config = config_mod.load()
+    assert (source["repoURL"], source["chart"], source["targetRevision"]) == (
+        config.monitoring.prometheus_chart_repo_url, "kube-prometheus-stack", "55.5.1")
+    assert source["helm"]["releaseName"] == application["metadata"]["name"] == "kube-prometheus-stack"
+    assert application["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "-8"
+    assert "ServerSideApply=true" in application["spec"]["syncPolicy"]["syncOptions"]
+    assert application["spec"]["destination"]["namespace"] == "monitoring"
+    assert "finalizers" not in application["metadata"], "deleting the Application must not delete the CRDs"
+
+
+def test_dcgm_exporter_is_a_helm_application_at_wave_minus_6_reading_the_generated_csv(rendered):
+    application = _application(rendered, "dcgm-exporter")
+    source = application["spec"]["source"]
+    assert (source["repoURL"], source["chart"], source["targetRevision"]) == (
+        config_mod.load().monitoring.dcgm_chart_repo_url, "dcgm-exporter", "3.3.0")
+    assert application["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "-6"
+    config_map_name = source["helm"]["valuesObject"]["extraConfigMapVolumes"][0]["configMap"]["name"]
+    assert f"apps/monitoring/configmap.monitoring.{config_map_name}.yaml" in rendered
+
+
+def test_every_monitor_and_rule_in_dist_is_selected_by_the_stacks_prometheus(rendered):
+    spec = _application(rendered, "kube-prometheus-stack")["spec"]["source"]["helm"]["valuesObject"]["prometheus"]["prometheusSpec"]
+    monitors = [o for o in _objects(rendered) if o["kind"] in kps.MONITOR_KINDS]
+    for obj in monitors:
+        selector, namespaces = kps.rendered_selector(spec, obj["kind"], "kube-prometheus-stack")
+        assert matches(selector, obj["metadata"].get("labels") or {}), f"{obj['kind']}/{obj['metadata']['name']}"
+        assert namespaces == {}
+    # The DCGM chart's ServiceMonitor is rendered by Argo CD, not in dist/: check its labels from the values.
+    dcgm_values = _application(rendered, "dcgm-exporter")["spec"]["source"]["helm"]["valuesObject"]
+    selector, _ = kps.rendered_selector(spec, "ServiceMonitor", "kube-prometheus-stack")
+    assert matches(selector, dcgm_values["serviceMonitor"]["additionalLabels"])
+
+
+def test_grep_password_in_dist_finds_key_names_only():
+    hits = []
+    for path in DIST.rglob("*.yaml"):
+        for line in path.read_text().splitlines():
+            if re.search("password", line, re.IGNORECASE):
+                hits.append((path.name, line.strip()))
+    assert hits, "the Grafana Secret's password key name should be in dist/ (proves the scan reads the files)"
+    for file, line in hits:
+        key, _, value = line.partition(":")
+        assert value.strip() in ("admin-password", ""), f"{file}: {line}"
+    assert "prom-operator" not in "".join(p.read_text() for p in DIST.rglob("*.yaml"))
+
+
+def test_upstream_images_are_pulled_as_is_when_mirroring_is_off():
+    config = dataclasses.replace(config_mod.load(), mirror_upstream_images=False)
+    rendered = app.render_files(app.build(config))
+    assert "global" not in _application(rendered, "kube-prometheus-stack")["spec"]["source"]["helm"]["valuesObject"]
+    image = _application(rendered, "dcgm-exporter")["spec"]["source"]["helm"]["valuesObject"]["image"]
+    assert image["repository"] == "nvcr.io/nvidia/k8s/dcgm-exporter"
+
+
+def test_kubeconform_validates_the_monitoring_objects_with_nothing_skipped():
+    files = [DIST / "apps" / "monitoring", *(DIST / "apps" / "argocd").glob("application.argocd.*")]
+    result = kubeconform.run(files, "1.28.0")
+    assert (result.invalid, result.errors, result.skipped) == (0, 0, 0), result.resources
+    assert result.valid >= 3
+
+
+def test_colocate_check_reports_a_rule_without_the_release_label(tmp_path):
+    import shutil
+    copy = tmp_path / "dist"
+    shutil.copytree(DIST, copy)
+    (copy / "apps" / "monitoring" / "extra.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+        "metadata": {"name": "unlabelled", "namespace": "monitoring", "labels": {"team": "ml"}},
+        "spec": {"groups": [{"name": "g", "rules": [{"record": "x:y", "expr": "vector(1)"}]}]},
+    }))
+    result = checker.check([copy])
+    found = [f for f in result.findings if f.rule == "COL220"]
+    assert [(f.name, f.field) for f in found] == [("unlabelled", "metadata.labels")]
+    assert "release" in found[0].message

@@ -1,0 +1,155 @@
+"""Every dashboard query and recording rule we ship returns data from a real Prometheus.
+
+Debian's prometheus (2.42) on loopback reads a TSDB built by `promtool tsdb create-blocks-from
+openmetrics` from tests/fixtures/series/colocation.om (series shaped like the pinned exporters'
+output). The recording rules are first queried as expressions, then backfilled with `promtool
+tsdb create-blocks-from rules`, and Prometheus restarted on raw + recorded blocks, so the
+dashboard panels that read recording rules are tested against what the rules really produce.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+import yaml
+
+from colocate.constructs.colocation_mixin import PARSE_VALUES, expand_variables
+from colocate.constructs.grafana_dashboard import panel_queries
+from tests.fixtures.series import generate
+from tests.test_alerts import shipped_rule_files
+from tests.test_dashboards import shipped_dashboards
+
+#: Query time: the last sample of the fixture, so every [1h] window is full.
+AT = generate.START + (generate.SAMPLES - 1) * generate.STEP
+#: Backfill recording rules over the last 20 minutes of the fixture.
+BACKFILL_FROM = AT - 20 * 60
+#: Dashboard variables as Grafana would substitute them on the mixed pool with "All" nodes.
+VARIABLES = {**PARSE_VALUES, "pool": "mixed", "node": "(mixed-1|mixed-2)"}
+_LABEL_VALUES = "label_values("
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if not path:
+        pytest.fail(f"{name} not found on PATH: run make bootstrap (installs Debian's prometheus package)")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def prometheus(data: Path, workdir: Path) -> Iterator[str]:
+    """A Prometheus on loopback over ``data``; yields its base URL, always stops it."""
+    config = workdir / "prometheus.yml"
+    config.write_text("global:\n  evaluation_interval: 1m\n")
+    port = _free_port()
+    log = (workdir / f"prometheus-{port}.log").open("w")
+    proc = subprocess.Popen([_tool("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={data}",
+                             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=100y"],
+                            stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"prometheus did not become ready: {(workdir / log.name).read_text()[-2000:]}")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def query(url: str, expr: str) -> list[dict]:
+    params = urllib.parse.urlencode({"query": expr, "time": AT})
+    with urllib.request.urlopen(f"{url}/api/v1/query?{params}", timeout=10) as resp:
+        body = json.load(resp)
+    assert body["status"] == "success", body
+    return body["data"]["result"]
+
+
+def _variable_query(text: str) -> tuple[str, str]:
+    """``label_values(selector, label)`` -> (selector, label)."""
+    assert text.startswith(_LABEL_VALUES) and text.endswith(")"), text
+    selector, _, label = text[len(_LABEL_VALUES):-1].rpartition(",")
+    return selector.strip(), label.strip()
+
+
+@pytest.fixture(scope="module")
+def tsdb(tmp_path_factory) -> Path:
+    workdir = tmp_path_factory.mktemp("prometheus")
+    subprocess.run([_tool("promtool"), "tsdb", "create-blocks-from", "openmetrics", "--quiet",
+                    str(generate.OUT), str(workdir / "data")], check=True, timeout=60, capture_output=True)
+    return workdir
+
+
+def test_fixture_file_is_fresh(tmp_path, monkeypatch):
+    committed = generate.OUT.read_text()
+    monkeypatch.setattr(generate, "OUT", tmp_path / "colocation.om")
+    generate.main()
+    assert generate.OUT.read_text() == committed, \
+        "tests/fixtures/series/colocation.om is stale: run python tests/fixtures/series/generate.py"
+
+
+def test_every_recording_rule_and_dashboard_query_returns_data(rendered, tsdb):
+    started = time.monotonic()
+    rule_files = shipped_rule_files(rendered)
+    records = [(path, rule) for path, doc in rule_files.items() for g in doc["groups"] for rule in g["rules"]
+               if "record" in rule]
+    dashboards = shipped_dashboards(rendered)
+    assert records and dashboards
+    empty: list[str] = []
+    with prometheus(tsdb / "data", tsdb) as url:
+        for path, rule in records:
+            if not query(url, rule["expr"]):
+                empty.append(f"{path}: recording rule {rule['record']}: {rule['expr']}")
+        recorded = tsdb / "recorded"
+        for i, doc in enumerate(rule_files.values()):
+            plain = tsdb / f"recording-{i}.yaml"
+            plain.write_text(yaml.safe_dump({"groups": [
+                {"name": g["name"], "rules": [r for r in g["rules"] if "record" in r]} for g in doc["groups"]
+                if any("record" in r for r in g["rules"])]}))
+            subprocess.run([_tool("promtool"), "tsdb", "create-blocks-from", "rules", "--quiet", f"--url={url}",
+                            f"--start={BACKFILL_FROM}", f"--end={AT + 1}", f"--output-dir={recorded}", str(plain)],
+                           check=True, timeout=120, capture_output=True)
+    for block in recorded.iterdir():
+        shutil.move(str(block), tsdb / "data" / block.name)
+    with prometheus(tsdb / "data", tsdb) as url:
+        for path, board in dashboards.items():
+            where = f"{path}: dashboard {board['title']!r}"
+            for var in board["templating"]["list"]:
+                if var["type"] == "query":
+                    selector, label = _variable_query(expand_variables(var["query"], VARIABLES))
+                    if not any(label in s["metric"] for s in query(url, selector)):
+                        empty.append(f"{where}: variable {var['name']}: {var['query']}")
+            for title, expr in panel_queries(board):
+                if not query(url, expand_variables(expr, VARIABLES)):
+                    empty.append(f"{where}: panel {title!r}: {expr}")
+    print(f"real Prometheus: {len(records)} recording rules, "
+          f"{sum(1 for b in dashboards.values() for _ in panel_queries(b))} panel queries in "
+          f"{time.monotonic() - started:.1f}s")
+    assert not empty, "queries without data:\n" + "\n".join(empty)
