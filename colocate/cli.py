@@ -13,7 +13,7 @@ EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
 def _synth(args: argparse.Namespace) -> int:
     from colocate import app
 
-    files = app.synth(Path(args.outdir), Path(args.config) if args.config else None)
+    files = app.synth(Path(args.outdir), Path(args.config) if args.config else None, Path(args.jobs))
     print(f"colocate: wrote {len(files)} files to {args.outdir}", file=sys.stderr)
     return EXIT_OK
 
@@ -41,7 +41,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="colocate.yaml to use (default: the repository's)")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("synth", help="synthesize the cluster into dist/")
-    s.add_argument("--outdir", default=str(_default_dist()), help="output folder (default: dist/)")
+    s.add_argument("--outdir", default=str(_root() / "dist"), help="output folder (default: dist/)")
+    s.add_argument("--jobs", default=str(_root() / "jobs"), help="folder of job request files (default: jobs/)")
     s.set_defaults(func=_synth)
     c = sub.add_parser("check", help="validate manifests with kubeconform and the policy rules")
     c.add_argument("paths", nargs="*", help="files or folders (default: dist/)")
@@ -52,10 +53,10 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _default_dist() -> Path:
+def _root() -> Path:
     from colocate import ROOT
 
-    return ROOT / "dist"
+    return ROOT
 
 
 def main(argv: list[str] | None = None) -> int:
