@@ -10,13 +10,14 @@ Target: N=1000 synthesized and checked in under 60 s on 2 cores, growing at most
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from colocate.toolchain import environment
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = Path(sys.executable)
@@ -36,14 +37,6 @@ SHAPES = (
 )
 
 
-def env() -> dict[str, str]:
-    out = dict(os.environ)
-    out.setdefault("JSII_NODE", str(ROOT / "node_modules" / ".bin" / "node"))
-    out["PATH"] = os.pathsep.join([str(ROOT / "node_modules" / ".bin"), str(ROOT / "bin"), str(PYTHON.parent),
-                                   out.get("PATH", "")])
-    return out
-
-
 def write_jobs(folder: Path, n: int) -> None:
     shutil.copytree(ROOT / "jobs", folder)
     for i in range(n):
@@ -55,7 +48,7 @@ def write_jobs(folder: Path, n: int) -> None:
 
 def timed(args: list[str]) -> float:
     start = time.perf_counter()
-    proc = subprocess.run(args, cwd=ROOT, env=env(), capture_output=True, text=True)
+    proc = subprocess.run(args, cwd=ROOT, env=environment(), capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     if proc.returncode:
         sys.exit(f"{' '.join(args[:3])} ... exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
