@@ -28,8 +28,15 @@ UPSTREAM_NAMESPACE = "kubeflow"
 #: ``manifests/base/service.yaml@v1.7.0``: Service ``training-operator``, label
 #: ``app: training-operator``, port ``monitoring-port`` (8080, controller-runtime /metrics).
 SERVICE_LABELS = {"app": "training-operator"}
+#: ``manifests/base/deployment.yaml@v1.7.0``.
+OPERATOR_DEPLOYMENT = "training-operator"
 METRICS_PORT = "monitoring-port"
 SYNC_WAVE = -5
+#: ``manifests/base/deployment.yaml@v1.7.0`` sets no PriorityClass, so the operator would run at
+#: priority 0, below the training pods it manages: on a full mixed node they could preempt it
+#: and no TFJob would be reconciled. It is a cluster add-on controller; give it the built-in
+#: class for those.
+OPERATOR_PRIORITY_CLASS = "system-cluster-critical"
 
 
 def upstream_application(scope: Construct, config: Config, cluster: Cluster) -> ArgoApplication:
@@ -43,6 +50,8 @@ def upstream_application(scope: Construct, config: Config, cluster: Cluster) -> 
     g = config.gitops
     delete_namespace = (f"$patch: delete\napiVersion: v1\nkind: Namespace\n"
                         f"metadata:\n  name: {UPSTREAM_NAMESPACE}\n")
+    operator_priority = (f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {OPERATOR_DEPLOYMENT}\n"
+                         f"spec:\n  template:\n    spec:\n      priorityClassName: {OPERATOR_PRIORITY_CLASS}\n")
     return ArgoApplication(scope, "training-operator-upstream", ApplicationProps(
         name="colocate-training-operator-upstream", namespace=g.argocd_namespace, project=g.project,
         source={
@@ -52,7 +61,10 @@ def upstream_application(scope: Construct, config: Config, cluster: Cluster) -> 
             "kustomize": {
                 "namespace": cluster.kubeflow_namespace,
                 "images": [f"{OPERATOR_IMAGE}={config.image(f'{OPERATOR_IMAGE}:{tag}')}"],
-                "patches": [{"target": {"kind": "Namespace", "name": UPSTREAM_NAMESPACE}, "patch": delete_namespace}],
+                "patches": [
+                    {"target": {"kind": "Namespace", "name": UPSTREAM_NAMESPACE}, "patch": delete_namespace},
+                    {"target": {"kind": "Deployment", "name": OPERATOR_DEPLOYMENT}, "patch": operator_priority},
+                ],
             },
         },
         destination_server=g.destination_server, destination_namespace=cluster.kubeflow_namespace,

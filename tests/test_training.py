@@ -92,6 +92,12 @@ def test_training_operator_is_the_pinned_upstream_overlay_with_mirrored_image(re
     assert "finalizers" not in operator["metadata"], "deleting the operator app must not delete the CRDs"
 
 
+def test_the_operator_outranks_the_training_pods_it_manages(rendered):
+    patches = load(rendered, OPERATOR_APP)["spec"]["source"]["kustomize"]["patches"]
+    patch = next(p for p in patches if p["target"] == {"kind": "Deployment", "name": "training-operator"})
+    assert yaml.safe_load(patch["patch"])["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"
+
+
 def test_operator_crds_sync_before_any_tfjob(rendered):
     def wave(path):
         return int(load(rendered, path)["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
