@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 from colocate import quantity
 from colocate.constructs._k8s import check_dns_label, check_labels
 from colocate.constructs.node_pool import POOL_LABEL, Taint
+from colocate.constructs.tfjob import JOB_NAME_LABEL, REPLICA_TYPE_LABEL
 from colocate.errors import PropError
 
 CHART = "kube-prometheus-stack"
@@ -22,7 +23,7 @@ _PROMETHEUS_PORT = 9090
 #: The three monitor kinds Prometheus selects, by the prefix of their prometheusSpec keys.
 MONITOR_KINDS = {"ServiceMonitor": "serviceMonitor", "PodMonitor": "podMonitor", "PrometheusRule": "rule"}
 #: Pod labels kube-state-metrics exports on kube_pod_labels, so dashboards can group by TFJob.
-TRAINING_POD_LABELS = ("training.kubeflow.org/job-name", "training.kubeflow.org/replica-type")
+TRAINING_POD_LABELS = (JOB_NAME_LABEL, REPLICA_TYPE_LABEL)
 
 
 def fullname(release: str) -> str:

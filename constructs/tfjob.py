@@ -31,9 +31,15 @@ CHECKPOINT_ROOT = "/mnt/checkpoints"
 CHECKPOINT_ENV = "CHECKPOINT_DIR"
 CHECKPOINT_VOLUME = "checkpoints"
 GPU = "nvidia.com/gpu"
-#: Labels the operator puts on every pod it creates (FACTS 5); replica-type is lower case.
+#: What training-operator v1.7.0 sets on every TFJob pod, over the template's labels
+#: (pkg/controller.v1/common/pod.go createNewPod, job_controller.go GenLabels); replica-type
+#: is the lower-case replica type, job-role=master marks the chief (or worker 0 without one).
+OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
+TFJOB_CONTROLLER = "tfjob-controller"
 #: A memory limit far above the request is memory the node does not have when every pod bursts:
 #: the kubelet then evicts, or the kernel OOM-kills, whatever is furthest above its request.
 #: 2x is the seed's own tf-mnist-dist (request 4Gi, limit 8Gi).

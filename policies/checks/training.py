@@ -9,20 +9,11 @@ from typing import Any, Iterator
 
 from colocate import quantity
 from colocate.checker import Index, Rule, Violation
+from colocate.constructs.tfjob import (CHIEF_ROLES, CONTAINER as TF_CONTAINER, GPU, JOB_NAME_LABEL, JOB_ROLE_LABEL,
+                                      OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL,
+                                      TFJOB_CONTROLLER)
 from colocate.manifests import PodSpec, containers
 
-GPU = "nvidia.com/gpu"
-#: The container training-operator injects TF_CONFIG and the port into, and whose exit code it reads.
-TF_CONTAINER = "tensorflow"
-#: What training-operator v1.7.0 sets on every TFJob pod, over the template's labels
-#: (pkg/controller.v1/common/pod.go createNewPod, job_controller.go GenLabels).
-OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
-JOB_NAME_LABEL = "training.kubeflow.org/job-name"
-REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
-REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
-JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
-TFJOB_CONTROLLER = "tfjob-controller"
-CHIEF_ROLES = ("Chief", "Master")
 #: The one replica type that does not checkpoint (the chief saves the variables it serves).
 PS_ROLE = "PS"
 
