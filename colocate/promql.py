@@ -229,7 +229,7 @@ def _rule_queries(doc: Doc) -> Iterator[Query]:
 
 
 # Grafana's variable syntaxes: $var, ${var}, ${var:format}, [[var]], [[var:format]].
-_VARIABLE = re.compile(r"\$\{(\w+)(?:[.:][^}]*)?\}|\[\[(\w+)(?::[^\]]*)?\]\]|\$(\w+)")
+VARIABLE = re.compile(r"\$\{(\w+)(?:[.:][^}]*)?\}|\[\[(\w+)(?::[^\]]*)?\]\]|\$(\w+)")
 #: Global variables that stand for a duration, or for a number (ms, s, epoch).
 _DURATION_VARS = {"__interval", "__rate_interval", "__range", "__auto_interval"}
 _NUMBER_VARS = re.compile(r"__(interval_ms|range_ms|range_s|rate_interval_ms|from|to)$")
@@ -248,7 +248,7 @@ def substitute_variables(expr: str) -> str:
     out, i, quote, brackets = [], 0, "", 0
     while i < len(expr):
         ch = expr[i]
-        match = _VARIABLE.match(expr, i) if ch in "$[" else None
+        match = VARIABLE.match(expr, i) if ch in "$[" else None
         if match:
             name = next(g for g in match.groups() if g)
             if _NUMBER_VARS.match(name):

@@ -25,7 +25,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-import promql_parser
 from grafana_foundation_sdk.builders import common as gc
 from grafana_foundation_sdk.builders import dashboard as gd
 from grafana_foundation_sdk.builders import prometheus as gp
@@ -33,13 +32,13 @@ from grafana_foundation_sdk.builders import statetimeline, timeseries
 from grafana_foundation_sdk.models import common as mc
 from grafana_foundation_sdk.models import dashboard as md
 
+from colocate import promql
 from colocate.constructs.grafana_dashboard import dashboard_json, panel_queries
 from colocate.constructs.node_pool import POOL_LABEL
 
 #: Grafana template variables in panel queries, and values that make them parseable PromQL.
 #: ``$__rate_interval`` follows Grafana: at least four scrape intervals.
 PARSE_VALUES = {"__rate_interval": "5m", "__interval": "1m", "__range": "1h", "datasource": ""}
-_VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)|\[\[(\w+)\]\]")
 _MIB = 1024 * 1024
 
 
@@ -50,19 +49,15 @@ def sanitize_label(key: str) -> str:
 
 def expand_variables(expr: str, values: dict[str, str]) -> str:
     """Substitute Grafana variables (``$x``, ``${x}``, ``[[x]]``); unknown ones raise KeyError."""
-    return _VARIABLE.sub(lambda m: values[m.group(1) or m.group(2) or m.group(3)], expr)
+    return promql.VARIABLE.sub(lambda m: values[next(g for g in m.groups() if g)], expr)
 
 
 def metric_names(expr: str) -> set[str]:
     """Every metric name a PromQL expression selects, from the parsed AST."""
-    names: set[str] = set()
-
-    def visit(node: Any) -> None:
-        if isinstance(node, promql_parser.VectorSelector) and node.name:
-            names.add(node.name)
-
-    promql_parser.walk(promql_parser.parse(expr), visit)
-    return names
+    analysis = promql.analyse(expr)
+    if analysis.error:
+        raise ValueError(f"{expr!r}: {analysis.error}")
+    return {s.name for s in analysis.selectors if s.name}
 
 
 def _sel(metric: str, *matchers: str) -> str:
