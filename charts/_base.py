@@ -6,7 +6,8 @@ from typing import Sequence
 from cdk8s import Chart
 from constructs import Construct
 
-PART_OF = "colocate"
+from colocate.model.names import COMPONENT_LABEL, MANAGED_BY_LABEL, PART_OF, PART_OF_LABEL
+
 
 
 class ColocateChart(Chart):
@@ -27,8 +28,7 @@ class ColocateChart(Chart):
         super().__init__(
             scope, id,
             disable_resource_name_hashes=True,
-            labels={"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/managed-by": PART_OF,
-                    "app.kubernetes.io/component": id} if labels else None,
+            labels={PART_OF_LABEL: PART_OF, MANAGED_BY_LABEL: PART_OF, COMPONENT_LABEL: id} if labels else None,
         )
         self.folder = folder
 

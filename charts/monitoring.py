@@ -12,7 +12,7 @@ from typing import Sequence
 
 from constructs import Construct
 
-from colocate.cluster import Cluster
+from colocate.model.cluster import Cluster
 from colocate.config import Config
 from colocate.charts._base import ColocateChart
 from colocate.constructs import dcgm_exporter as dcgm, kube_prometheus_stack as kps

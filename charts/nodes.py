@@ -4,7 +4,8 @@ from __future__ import annotations
 from constructs import Construct
 
 from colocate.charts._base import ColocateChart
-from colocate.constructs.node_pool import NodePool, NodePoolProps
+from colocate.constructs.node_pool import NodePool
+from colocate.model.pools import NodePoolProps
 
 
 class NodePoolChart(ColocateChart):

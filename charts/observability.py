@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from constructs import Construct
 
-from colocate.cluster import Cluster
+from colocate.model.cluster import Cluster
 from colocate.charts._base import ColocateChart
 from colocate.constructs.colocation_mixin import ColocationMixin, MixinConfig
 from colocate.constructs.grafana_dashboard import GrafanaDashboard, GrafanaDashboardProps

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from constructs import Construct
 
-from colocate.cluster import Cluster
+from colocate.model.cluster import Cluster
 from colocate.config import Config
 from colocate.charts._base import ColocateChart
 from colocate.constructs._k8s import emit
-from colocate.constructs.argocd_application import SYNC_OPTIONS
+from colocate.model.names import KEEP_ON_PRUNE, SYNC_OPTIONS
 from colocate.constructs.node_pool import NodePool
 from colocate.constructs.priority_tiers import PriorityTiers
 from colocate.constructs.prometheus_rbac import PrometheusKubeletAccess
@@ -15,7 +15,7 @@ from colocate.constructs.tenant_namespace import LimitRangeProps, TenantNamespac
 from colocate import quantity
 
 #: Removing a namespace from git must never delete everything in it.
-_KEEP_ON_PRUNE = {SYNC_OPTIONS: "Prune=false"}
+_KEEP_ON_PRUNE = {SYNC_OPTIONS: KEEP_ON_PRUNE}
 
 
 def pool_quota(pool: NodePool, *, limits_memory: bool) -> dict[str, str]:

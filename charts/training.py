@@ -6,11 +6,11 @@ from typing import Sequence
 
 from constructs import Construct
 
-from colocate.cluster import Cluster
+from colocate.model.cluster import Cluster
 from colocate.config import Config
 from colocate.charts._base import ColocateChart
 from colocate.constructs._k8s import emit
-from colocate.constructs.argocd_application import SYNC_OPTIONS
+from colocate.model.names import KEEP_ON_PRUNE, SYNC_OPTIONS
 from colocate.constructs.image_prepull import ImagePrepull, ImagePrepullProps
 from colocate.constructs.node_pool import NodePool
 from colocate.constructs.tfjob import RoleSpec, TFJob, TFJobProps
@@ -52,7 +52,7 @@ class TrainingChart(ColocateChart):
         # training namespace requires, and need no network at all (the kubelet pulls images).
         emit(self, "prepull-namespace", {
             "apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": ns, "annotations": {SYNC_OPTIONS: "Prune=false"},
+            "metadata": {"name": ns, "annotations": {SYNC_OPTIONS: KEEP_ON_PRUNE},
                          "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
         })
         emit(self, "prepull-deny", {

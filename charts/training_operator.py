@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from constructs import Construct
 
-from colocate.cluster import Cluster
+from colocate.model.cluster import Cluster
 from colocate.config import Config
 from colocate.charts._base import ColocateChart
 from colocate.constructs._k8s import emit
-from colocate.constructs.argocd_application import SYNC_OPTIONS, ApplicationProps, ArgoApplication
+from colocate.constructs.argocd_application import ApplicationProps, ArgoApplication
+from colocate.model.names import SYNC_OPTIONS
 from colocate.errors import InputError
 
 #: Upstream image and tag each release's standalone overlay pins

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from cdk8s import App
 
-from colocate import ROOT, cluster as cluster_mod, config as config_mod, jobs as jobs_mod, render
+from colocate import ROOT, config as config_mod, jobs as jobs_mod, render
+from colocate.model import cluster as cluster_mod
 from colocate.charts._base import ColocateChart
 from colocate.charts.gitops import ApplicationsChart, BootstrapChart, app_name
 from colocate.charts.monitoring import MonitoringChart, helm_applications

@@ -19,8 +19,8 @@ import jsonschema
 import yaml
 
 from colocate import ROOT, config as config_mod, kubeconform, manifests
-from colocate.cluster import Cluster, reference
-from colocate.constructs.priority_tiers import TIER_LABEL
+from colocate.model.cluster import Cluster, reference
+from colocate.model.names import TIER_LABEL
 from colocate.errors import ColocateError, InputError
 from colocate.manifests import Doc, PodSpec
 

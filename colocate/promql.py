@@ -34,16 +34,12 @@ import yaml
 
 from colocate import ROOT
 from colocate.errors import InputError
+from colocate.model.names import DASHBOARD_SIDECAR_LABEL
 from colocate.manifests import Doc
 
 CATALOG_PATH = ROOT / "policies" / "metrics" / "catalog.yaml"
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-#: The kube-prometheus-stack Grafana sidecar loads ConfigMaps carrying this label key
-#: (value "1" by default); any ConfigMap with the key is meant as a dashboard, so it is checked.
-#: Same value as constructs/grafana_dashboard.py's SIDECAR_LABEL, not imported from there
-#: because that module loads cdk8s (a jsii Node process) and the checker must stay light.
-DASHBOARD_LABEL = "grafana_dashboard"
 
 #: Which scrape job(s) an exporter's series come from (the keys of the catalog's target_labels).
 _EXPORTER_JOBS = {"kubelet-cadvisor": ("kubelet",), "kubelet": ("kubelet",)}
@@ -200,7 +196,7 @@ class Query:
 
 
 def is_dashboard(doc: Doc) -> bool:
-    return doc.kind == "ConfigMap" and DASHBOARD_LABEL in (doc.metadata.get("labels") or {})
+    return doc.kind == "ConfigMap" and DASHBOARD_SIDECAR_LABEL in (doc.metadata.get("labels") or {})
 
 
 def is_rule_object(doc: Doc) -> bool:

@@ -7,12 +7,10 @@ from typing import Any, Mapping, Sequence
 from constructs import Construct
 
 from colocate.errors import PropError
-from colocate.constructs._k8s import check_dns_label, emit
+from colocate.constructs._k8s import emit
+from colocate.model.names import RESOURCES_FINALIZER, SYNC_OPTIONS, SYNC_WAVE
+from colocate.model.validate import check_dns_label
 
-SYNC_WAVE = "argocd.argoproj.io/sync-wave"
-SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
-#: Cascading, foreground delete of what the Application deployed.
-RESOURCES_FINALIZER = "resources-finalizer.argocd.argoproj.io"
 _KNOWN_SYNC_OPTIONS = frozenset({
     "CreateNamespace=true", "ServerSideApply=true", "PruneLast=true", "ApplyOutOfSyncOnly=true",
     "SkipDryRunOnMissingResource=true", "RespectIgnoreDifferences=true", "Replace=true", "Validate=false",

@@ -34,7 +34,7 @@ from grafana_foundation_sdk.models import dashboard as md
 
 from colocate import promql
 from colocate.constructs.grafana_dashboard import dashboard_json, panel_queries
-from colocate.constructs.node_pool import POOL_LABEL
+from colocate.model.names import POOL_LABEL
 
 #: Grafana template variables in panel queries, and values that make them parseable PromQL.
 #: ``$__rate_interval`` follows Grafana: at least four scrape intervals.

@@ -21,8 +21,10 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from colocate import ROOT
-from colocate.constructs._k8s import check_dns_label, check_labels, emit
-from colocate.constructs.node_pool import POOL_LABEL, Taint
+from colocate.constructs._k8s import emit
+from colocate.model.validate import check_dns_label, check_labels
+from colocate.model.names import POOL_LABEL
+from colocate.model.pools import Taint
 from colocate.errors import PropError
 from constructs import Construct
 

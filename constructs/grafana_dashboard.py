@@ -16,10 +16,10 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from constructs import Construct
 
 from colocate.errors import PropError
-from colocate.constructs._k8s import check_dns_label, emit
-from colocate.constructs.argocd_application import SYNC_OPTIONS
+from colocate.constructs._k8s import emit
+from colocate.model.validate import check_dns_label
+from colocate.model.names import DASHBOARD_SIDECAR_LABEL as SIDECAR_LABEL, SYNC_OPTIONS
 
-SIDECAR_LABEL = "grafana_dashboard"
 #: Kubernetes refuses a ConfigMap whose data exceeds 1 MiB.
 MAX_DATA_BYTES = 1024 * 1024
 _UID = re.compile(r"^[A-Za-z0-9_-]{1,40}$")

@@ -14,11 +14,13 @@ from typing import Sequence
 
 from constructs import Construct
 
-from colocate.constructs._k8s import check_dns_label, emit
-from colocate.constructs.node_pool import POOL_LABEL, NodePool
+from colocate.constructs._k8s import emit
+from colocate.model.validate import check_dns_label
+from colocate.model.names import NAME_LABEL
+from colocate.constructs.node_pool import NodePool
+from colocate.model.names import POOL_LABEL
 from colocate.errors import PropError
 
-NAME_LABEL = "app.kubernetes.io/name"
 #: Enough for ``sh -c true`` and for pause; limits equal requests (Guaranteed, never evicted
 #: for exceeding them, never bursting into CPU the online services need).
 TINY = {"cpu": "10m", "memory": "16Mi"}

@@ -10,27 +10,17 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from colocate import quantity
-from colocate.constructs._k8s import check_dns_label, check_labels
-from colocate.constructs.node_pool import POOL_LABEL, Taint
-from colocate.constructs.tfjob import JOB_NAME_LABEL, REPLICA_TYPE_LABEL
+from colocate.model.validate import check_dns_label, check_labels
+from colocate.model.names import JOB_NAME_LABEL, KPS_CHART as CHART, POOL_LABEL, REPLICA_TYPE_LABEL, kps_fullname as fullname
+from colocate.model.pools import Taint
 from colocate.errors import PropError
 
-CHART = "kube-prometheus-stack"
 CHART_VERSION = "55.5.1"
-#: templates/_helpers.tpl truncates the chart's fullname to 26 characters.
-_FULLNAME_MAX = 26
 _PROMETHEUS_PORT = 9090
 #: The three monitor kinds Prometheus selects, by the prefix of their prometheusSpec keys.
 MONITOR_KINDS = {"ServiceMonitor": "serviceMonitor", "PodMonitor": "podMonitor", "PrometheusRule": "rule"}
 #: Pod labels kube-state-metrics exports on kube_pod_labels, so dashboards can group by TFJob.
 TRAINING_POD_LABELS = (JOB_NAME_LABEL, REPLICA_TYPE_LABEL)
-
-
-def fullname(release: str) -> str:
-    """The chart's ``kube-prometheus-stack.fullname``: the release name when it contains the chart
-    name, else ``<release>-kube-prometheus-stack``; at most 26 characters, no trailing '-'."""
-    name = release if CHART in release else f"{release}-{CHART}"
-    return name[:_FULLNAME_MAX].rstrip("-")
 
 
 def prometheus_url(release: str, namespace: str) -> str:

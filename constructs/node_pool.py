@@ -1,129 +1,27 @@
-"""NodePool: a group of identical nodes, their labels, taints and kubelet reservations.
+"""NodePool: emits what node provisioning needs for one pool (not what Argo CD applies).
 
-Emits what node provisioning needs (not what Argo CD applies): a kubeadm JoinConfiguration
-carrying the pool's labels and taints, and a KubeletConfiguration to drop into the node's
-kubeadm patches directory. Computes the pool's allocatable, which capacity checks use.
+A kubeadm JoinConfiguration carrying the pool's labels and taints, and a KubeletConfiguration
+to drop into the node's kubeadm patches directory. The pool itself (capacity, reservations,
+allocatable, validation) is plain data in colocate.model.pools.
 """
 from __future__ import annotations
-
-from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Literal, Mapping, Sequence
 
 from constructs import Construct
 
 from colocate import quantity
-from colocate.errors import PropError
-from colocate.constructs._k8s import check_dns_label, check_labels, emit
-
-#: Every hard-eviction signal, with the kubelet's defaults except memory. Setting any signal
-#: makes the unspecified ones 0 on Kubernetes 1.28 (kubelet config types.go), so all four are
-#: always written.
-DEFAULT_EVICTION_HARD = MappingProxyType({
-    "memory.available": "500Mi",
-    "nodefs.available": "10%",
-    "nodefs.inodesFree": "5%",
-    "imagefs.available": "15%",
-})
-_EVICTION_SIGNALS = frozenset(DEFAULT_EVICTION_HARD)
-_RESERVABLE = frozenset({"cpu", "memory", "ephemeral-storage", "pid"})
-# Keys the kubelet refuses in --node-labels (cmd/kubelet/app/options/options.go): any
-# kubernetes.io / k8s.io key outside these allowed prefixes makes the kubelet fail to start.
-_ALLOWED_K8S_LABEL_PREFIXES = ("kubelet.kubernetes.io/", "node.kubernetes.io/")
-_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-POOL_LABEL = "colocate.io/pool"
-
-
-@dataclass(frozen=True)
-class Taint:
-    """A node taint. ``effect`` is NoSchedule, PreferNoSchedule or NoExecute."""
-
-    key: str
-    value: str = ""
-    effect: str = "NoSchedule"
-
-    def to_kube(self) -> dict:
-        out = {"key": self.key, "effect": self.effect}
-        if self.value:
-            out["value"] = self.value
-        return out
-
-    def toleration(self) -> dict:
-        """The toleration that lets a pod onto nodes with this taint."""
-        out = {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
-        return out if self.value else {"key": self.key, "operator": "Exists", "effect": self.effect}
-
-
-@dataclass(frozen=True)
-class KubeletReservations:
-    """Resources the kubelet keeps from pods, and its CPU manager policy.
-
-    @see https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/
-    """
-
-    #: For the OS and its daemons, e.g. ``{"cpu": "500m", "memory": "4Gi"}``. Default: none.
-    system_reserved: Mapping[str, str] = field(default_factory=dict)
-    #: For the kubelet and container runtime. Default: none.
-    kube_reserved: Mapping[str, str] = field(default_factory=dict)
-    #: Hard eviction thresholds; signals left out keep DEFAULT_EVICTION_HARD's value.
-    eviction_hard: Mapping[str, str] = field(default_factory=dict)
-    #: ``static`` gives Guaranteed pods with integer CPU exclusive cores. Default ``none``.
-    cpu_manager_policy: Literal["none", "static"] = "none"
-
-    def eviction(self) -> dict[str, str]:
-        return {**DEFAULT_EVICTION_HARD, **self.eviction_hard}
-
-
-@dataclass(frozen=True)
-class Resources:
-    """CPU in millicores, memory in bytes, whole GPUs."""
-
-    cpu_milli: int
-    memory_bytes: int
-    gpus: int = 0
-
-    def __str__(self) -> str:
-        text = f"cpu {quantity.format_cpu(self.cpu_milli)}, memory {quantity.format_bytes(self.memory_bytes)}"
-        return text + (f", nvidia.com/gpu {self.gpus}" if self.gpus else "")
-
-    def fits(self, other: "Resources") -> bool:
-        """True when ``other`` fits inside these resources."""
-        return (other.cpu_milli <= self.cpu_milli and other.memory_bytes <= self.memory_bytes
-                and other.gpus <= self.gpus)
-
-
-@dataclass(frozen=True)
-class NodePoolProps:
-    """Props of a NodePool."""
-
-    #: Pool name, a DNS label; also the value of the ``colocate.io/pool`` node label.
-    name: str
-    #: Number of nodes.
-    nodes: int
-    #: Per-node CPU capacity, e.g. ``"32"``.
-    cpu: str
-    #: Per-node memory capacity, e.g. ``"128Gi"``.
-    memory: str
-    #: NVIDIA GPUs per node. Default 0.
-    gpus: int = 0
-    #: Node labels, besides ``colocate.io/pool`` which is always set.
-    labels: Mapping[str, str] = field(default_factory=dict)
-    #: Node taints. Default: none (any pod may land).
-    taints: Sequence[Taint] = ()
-    #: Kubelet reservations and CPU manager policy. Default: nothing reserved, policy none.
-    kubelet: KubeletReservations = field(default_factory=KubeletReservations)
-
+from colocate.constructs._k8s import emit
+from colocate.model.pools import NodePoolProps, Resources
 
 class NodePool(Construct):
-    """A node pool: validates its props, computes allocatable, emits provisioning files."""
+    """A node pool: validates its props and emits its provisioning files."""
 
     def __init__(self, scope: Construct, id: str, props: NodePoolProps):
         super().__init__(scope, id)
+        props.validate()
         self.props = props
-        self._validate()
-        self.labels: dict[str, str] = {**props.labels, POOL_LABEL: props.name}
-        self.capacity = Resources(quantity.millicores(props.cpu), quantity.to_bytes(props.memory), props.gpus)
-        self.allocatable = self._allocatable()
+        self.labels: dict[str, str] = props.node_labels
+        self.capacity = props.capacity
+        self.allocatable = props.allocatable
         emit(self, "kubelet", self._kubelet_configuration())
         emit(self, "join", self._join_configuration())
 
@@ -133,79 +31,15 @@ class NodePool(Construct):
 
     @property
     def static_cpu(self) -> bool:
-        """True when the kubelet pins cores (static CPU manager policy)."""
-        return self.props.kubelet.cpu_manager_policy == "static"
+        return self.props.static_cpu
 
     @property
     def total_allocatable(self) -> Resources:
-        n = self.props.nodes
-        a = self.allocatable
-        return Resources(a.cpu_milli * n, a.memory_bytes * n, a.gpus * n)
+        return self.props.total_allocatable
 
     def tolerations(self) -> list[dict]:
         """Tolerations a pod needs to run on this pool."""
-        return [taint.toleration() for taint in self.props.taints]
-
-    def _where(self) -> str:
-        return f"NodePool {self.props.name!r}"
-
-    def _validate(self) -> None:
-        p, where = self.props, self._where()
-        check_dns_label(where, "name", p.name)
-        if not isinstance(p.nodes, int) or p.nodes < 1:
-            raise PropError(where, "nodes", f"{p.nodes!r} must be a whole number >= 1")
-        if not isinstance(p.gpus, int) or p.gpus < 0:
-            raise PropError(where, "gpus", f"{p.gpus!r} must be a whole number >= 0")
-        for prop in ("cpu", "memory"):
-            value = getattr(p, prop)
-            if not quantity.is_quantity(value) or quantity.parse(value) <= 0:
-                raise PropError(where, prop, f"{value!r} must be a positive quantity such as '32' or '128Gi'")
-        check_labels(where, "labels", p.labels)
-        for key in p.labels:
-            prefix = key.rpartition("/")[0]
-            if (prefix.endswith("kubernetes.io") or prefix.endswith("k8s.io")) and \
-                    not key.startswith(_ALLOWED_K8S_LABEL_PREFIXES):
-                raise PropError(where, f"labels[{key!r}]", "the kubelet refuses --node-labels in the "
-                                "kubernetes.io and k8s.io namespaces (it fails to start); use your own prefix")
-        seen = set()
-        for i, taint in enumerate(p.taints):
-            if taint.effect not in _TAINT_EFFECTS:
-                raise PropError(where, f"taints[{i}].effect", f"{taint.effect!r} must be one of {', '.join(_TAINT_EFFECTS)}")
-            check_labels(where, f"taints[{i}]", {taint.key: taint.value})
-            if (taint.key, taint.effect) in seen:
-                raise PropError(where, f"taints[{i}]", f"taint {taint.key}:{taint.effect} is listed twice")
-            seen.add((taint.key, taint.effect))
-        k = p.kubelet
-        if k.cpu_manager_policy not in ("none", "static"):
-            raise PropError(where, "kubelet.cpu_manager_policy", f"{k.cpu_manager_policy!r} must be 'none' or 'static'")
-        for prop in ("system_reserved", "kube_reserved"):
-            for resource, value in getattr(k, prop).items():
-                if resource not in _RESERVABLE:
-                    raise PropError(where, f"kubelet.{prop}[{resource!r}]", f"must be one of {sorted(_RESERVABLE)}")
-                if not quantity.is_quantity(value) or quantity.parse(value) < 0:
-                    raise PropError(where, f"kubelet.{prop}[{resource!r}]", f"{value!r} is not a quantity")
-        for signal, value in k.eviction_hard.items():
-            if signal not in _EVICTION_SIGNALS:
-                raise PropError(where, f"kubelet.eviction_hard[{signal!r}]", f"must be one of {sorted(_EVICTION_SIGNALS)}")
-            if not (str(value).endswith("%") or quantity.is_quantity(value)):
-                raise PropError(where, f"kubelet.eviction_hard[{signal!r}]", f"{value!r} is neither a quantity nor a percentage")
-        reserved_cpu = sum(quantity.millicores(r.get("cpu", "0")) for r in (k.system_reserved, k.kube_reserved))
-        if k.cpu_manager_policy == "static" and reserved_cpu == 0:
-            raise PropError(where, "kubelet.cpu_manager_policy", "'static' needs reserved CPU > 0 (the kubelet "
-                            "refuses to start without it); set kubelet.system_reserved['cpu'] or kube_reserved['cpu']")
-
-    def _allocatable(self) -> Resources:
-        k, cap = self.props.kubelet, self.capacity
-        cpu = cap.cpu_milli - sum(quantity.millicores(r.get("cpu", "0")) for r in (k.system_reserved, k.kube_reserved))
-        memory_threshold = k.eviction()["memory.available"]
-        eviction = (cap.memory_bytes * int(memory_threshold[:-1]) // 100 if memory_threshold.endswith("%")
-                    else quantity.to_bytes(memory_threshold))
-        memory = cap.memory_bytes - eviction - sum(
-            quantity.to_bytes(r.get("memory", "0")) for r in (k.system_reserved, k.kube_reserved))
-        if cpu <= 0 or memory <= 0:
-            raise PropError(self._where(), "kubelet", f"reservations leave no allocatable resources "
-                            f"(cpu {cpu}m, memory {memory} bytes of capacity {cap})")
-        return Resources(cpu, memory, cap.gpus)
+        return self.props.tolerations()
 
     def _kubelet_configuration(self) -> dict:
         k = self.props.kubelet

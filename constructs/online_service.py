@@ -12,10 +12,12 @@ from constructs import Construct
 
 from colocate import quantity
 from colocate.errors import PropError
-from colocate.constructs._k8s import check_dns_label, emit
-from colocate.constructs.node_pool import NodePool, Resources
+from colocate.constructs._k8s import emit
+from colocate.model.validate import check_dns_label
+from colocate.model.names import NAME_LABEL
+from colocate.constructs.node_pool import NodePool
+from colocate.model.pools import Resources
 
-NAME_LABEL = "app.kubernetes.io/name"
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from constructs import Construct
 
-from colocate.constructs._k8s import check_dns_label, emit
+from colocate.constructs._k8s import emit
+from colocate.model.validate import check_dns_label
 
 
 class PrometheusKubeletAccess(Construct):

@@ -14,8 +14,9 @@ import promql_parser
 from constructs import Construct
 
 from colocate.errors import PropError
-from colocate.constructs._k8s import check_dns_label, check_labels, emit
-from colocate.constructs.argocd_application import SYNC_OPTIONS
+from colocate.constructs._k8s import emit
+from colocate.model.validate import check_dns_label, check_labels
+from colocate.model.names import SYNC_OPTIONS
 
 SEVERITIES = ("critical", "warning", "info")
 #: Annotations every alert carries: what, the details, and what to do about it.

@@ -13,8 +13,9 @@ from constructs import Construct
 
 from colocate import quantity
 from colocate.errors import PropError
-from colocate.constructs._k8s import check_dns_label, emit
-from colocate.constructs.priority_tiers import TIER_LABEL
+from colocate.constructs._k8s import emit
+from colocate.model.validate import check_dns_label
+from colocate.model.names import TIER_LABEL
 
 _PSA_LEVELS = ("privileged", "baseline", "restricted")
 _QUANTITY_KIND = {"cpu": "cpu", "memory": "memory"}

@@ -17,33 +17,17 @@ from typing import Literal, Mapping, Sequence
 from constructs import Construct
 
 from colocate import quantity
-from colocate.constructs._k8s import check_dns_label, emit
-from colocate.constructs.argocd_application import SYNC_OPTIONS
-from colocate.constructs.node_pool import POOL_LABEL, NodePool, Resources
+from colocate.constructs._k8s import emit
+from colocate.model.validate import check_dns_label
+from colocate.constructs.node_pool import NodePool
+from colocate.model.names import (GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, POOL_LABEL, REPLICA_TYPE_LABEL, SYNC_OPTIONS,
+                                   TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT, TF_PORT_NAME, TF_ROLES)
+from colocate.model.pools import Resources
 from colocate.errors import PropError
 
-#: Replica types of TFJob v1, in the order they are written.
-ROLES = ("Chief", "Master", "Worker", "PS", "Evaluator")
-CHIEF_ROLES = ("Chief", "Master")
-CONTAINER = "tensorflow"
-PORT_NAME, PORT = "tfjob-port", 2222
 CHECKPOINT_ROOT = "/mnt/checkpoints"
 CHECKPOINT_ENV = "CHECKPOINT_DIR"
 CHECKPOINT_VOLUME = "checkpoints"
-GPU = "nvidia.com/gpu"
-#: What training-operator v1.7.0 sets on every TFJob pod, over the template's labels
-#: (pkg/controller.v1/common/pod.go createNewPod, job_controller.go GenLabels); replica-type
-#: is the lower-case replica type, job-role=master marks the chief (or worker 0 without one).
-OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
-JOB_NAME_LABEL = "training.kubeflow.org/job-name"
-REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
-REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
-JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
-TFJOB_CONTROLLER = "tfjob-controller"
-#: A memory limit far above the request is memory the node does not have when every pod bursts:
-#: the kubelet then evicts, or the kernel OOM-kills, whatever is furthest above its request.
-#: 2x is the seed's own tf-mnist-dist (request 4Gi, limit 8Gi).
-MAX_MEMORY_BURST = 2
 
 
 @dataclass(frozen=True)
@@ -76,7 +60,7 @@ class TFJobProps:
     namespace: str
     #: Training image with a pinned tag, from the internal registry.
     image: str
-    #: Replica types: keys from ROLES, at least a Chief, Master or Worker.
+    #: Replica types: keys from TF_ROLES, at least a Chief, Master or Worker.
     roles: Mapping[str, RoleSpec]
     #: Pools the job may run on (required node affinity). Must be untainted: training pods
     #: tolerate nothing, so the online pool's taint keeps them out.
@@ -131,7 +115,7 @@ class TFJob(Construct):
                          "annotations": {SYNC_OPTIONS: "SkipDryRunOnMissingResource=true"}},
             "spec": {
                 "runPolicy": run_policy,
-                "tfReplicaSpecs": {role: self._replica(role, p.roles[role]) for role in ROLES if role in p.roles},
+                "tfReplicaSpecs": {role: self._replica(role, p.roles[role]) for role in TF_ROLES if role in p.roles},
             },
         })
         emit(self, "checkpoints", {
@@ -146,9 +130,9 @@ class TFJob(Construct):
     def _replica(self, role: str, spec: RoleSpec) -> dict:
         p = self.props
         container: dict = {
-            "name": CONTAINER,
+            "name": TF_CONTAINER,
             "image": p.image,
-            "ports": [{"name": PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
+            "ports": [{"name": TF_PORT_NAME, "containerPort": TF_PORT, "protocol": "TCP"}],
             "resources": self._resources(spec),
             "env": [{"name": CHECKPOINT_ENV, "value": self.checkpoint_dir}],
             "volumeMounts": [{"name": CHECKPOINT_VOLUME, "mountPath": self.checkpoint_dir}],
@@ -222,13 +206,13 @@ class TFJob(Construct):
                 raise PropError(where, f"pools[{i}]", f"pool {pool.name!r} is tainted "
                                 f"{blocking[0].key}={blocking[0].value}:{blocking[0].effect}; training pods tolerate "
                                 "no taint (the online pool's taint is what keeps them off it), use an untainted pool")
-        unknown = sorted(set(p.roles) - set(ROLES))
+        unknown = sorted(set(p.roles) - set(TF_ROLES))
         if unknown:
-            raise PropError(where, f"roles.{unknown[0]}", f"is not a TFJob replica type; use one of {', '.join(ROLES)}")
+            raise PropError(where, f"roles.{unknown[0]}", f"is not a TFJob replica type; use one of {', '.join(TF_ROLES)}")
         if not any(role in p.roles for role in ("Chief", "Master", "Worker")):
             raise PropError(where, "roles", "needs a Chief, Master or Worker: the job succeeds when the "
                             "chief (or, without one, worker 0) finishes")
-        chiefs = [role for role in CHIEF_ROLES if role in p.roles]
+        chiefs = [role for role in TF_CHIEF_ROLES if role in p.roles]
         if len(chiefs) > 1:
             raise PropError(where, "roles", "has both Chief and Master; they are the same replica type "
                             "(Master is the legacy name), keep one")
@@ -236,7 +220,7 @@ class TFJob(Construct):
             if p.roles[role].replicas != 1:
                 raise PropError(where, f"roles.{role}.replicas", f"{p.roles[role].replicas!r}: a TFJob has exactly "
                                 f"one {role}; put the extra replicas under Worker")
-        for role in ROLES:
+        for role in TF_ROLES:
             if role in p.roles:
                 self._validate_role(role, p.roles[role])
         if not quantity.is_quantity(p.checkpoint_size) or quantity.parse(p.checkpoint_size) <= 0:

@@ -7,10 +7,11 @@ import json
 import promql_parser
 import yaml
 
-from colocate import cluster as cluster_mod, config as config_mod
+from colocate import config as config_mod
+from colocate.model import cluster as cluster_mod
 from colocate.constructs.colocation_mixin import (PARSE_VALUES, ColocationMixin, MixinConfig, dcgm_fields,
                                                   expand_variables, metric_names, sanitize_label)
-from colocate.constructs.node_pool import POOL_LABEL
+from colocate.model.names import POOL_LABEL
 from colocate.constructs.grafana_dashboard import from_configmap, panel_queries, panels
 
 CADVISOR = ("container_cpu_usage_seconds_total", "container_memory_working_set_bytes")

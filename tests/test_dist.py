@@ -110,7 +110,7 @@ def test_synth_with_a_broken_config_leaves_dist_untouched(tmp_path):
 
 
 def test_synth_that_raises_in_a_construct_leaves_dist_untouched(tmp_path, monkeypatch):
-    from colocate import cluster as cluster_mod
+    from colocate.model import cluster as cluster_mod
     from colocate.errors import PropError
 
     out = tmp_path / "dist"

@@ -9,8 +9,8 @@ from typing import Iterator
 
 from colocate import quantity
 from colocate.checker import Index, Rule, Violation
-from colocate.constructs.node_pool import POOL_LABEL
-from colocate.constructs.priority_tiers import MAX_USER_PRIORITY, MIN_GAP_FACTOR
+from colocate.model.names import POOL_LABEL
+from colocate.model.names import MAX_USER_PRIORITY, MIN_GAP_FACTOR
 from colocate.manifests import PodSpec, containers
 
 

@@ -9,9 +9,8 @@ from typing import Any, Iterator
 
 from colocate import quantity
 from colocate.checker import Index, Rule, Violation
-from colocate.constructs.tfjob import (CHIEF_ROLES, CONTAINER as TF_CONTAINER, GPU, JOB_NAME_LABEL, JOB_ROLE_LABEL,
-                                      OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL,
-                                      TFJOB_CONTROLLER)
+from colocate.model.names import (GPU, JOB_NAME_LABEL, JOB_ROLE_LABEL, OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL,
+                                   REPLICA_TYPE_LABEL, TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER)
 from colocate.manifests import PodSpec, containers
 
 #: The one replica type that does not checkpoint (the chief saves the variables it serves).

@@ -5,7 +5,7 @@ import pytest
 
 from colocate.constructs.dcgm_exporter import (
     BASE_FIELDS, CSV_KEY, DcgmExporter, DcgmExporterProps, GpuPool, csv_fields, render_csv)
-from colocate.constructs.node_pool import Taint
+from colocate.model.pools import Taint
 from colocate.errors import PropError
 
 ONLINE_TAINT = Taint("online", "true", "NoSchedule")

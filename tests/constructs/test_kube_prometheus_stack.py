@@ -4,7 +4,7 @@ import pytest
 
 from colocate.constructs.kube_prometheus_stack import (
     CommunityDashboard, KubePrometheusStack, KubePrometheusStackProps, fullname, prometheus_url, rendered_selector)
-from colocate.constructs.node_pool import Taint
+from colocate.model.pools import Taint
 from colocate.errors import PropError
 
 MONITORING_TAINT = Taint("monitoring", "true", "NoSchedule")

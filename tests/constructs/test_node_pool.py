@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 import cdk8s
 
-from colocate.constructs.node_pool import KubeletReservations, NodePool, NodePoolProps, Taint
+from colocate.constructs.node_pool import NodePool
+from colocate.model.pools import KubeletReservations, NodePoolProps, Taint
 from colocate.errors import PropError
 
 GiB = 2**30

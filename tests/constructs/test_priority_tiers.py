@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 import cdk8s
 
-from colocate.constructs.priority_tiers import PriorityTier, PriorityTiers
+from colocate.constructs.priority_tiers import PriorityTiers
+from colocate.model.tiers import PriorityTier
 from colocate.errors import PropError
 
 

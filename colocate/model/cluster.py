@@ -1,6 +1,6 @@
 """The cluster's shape: node pools, priority tiers, namespaces, the example online service.
 
-``reference()`` is the seed's cluster (MISSION.md, "Reference cluster"). A platform team
+``reference()`` is the reference cluster of the README (the numbers of the team we build for). A platform team
 changes the cluster here, in Python; per-environment values come from colocate.yaml.
 """
 from __future__ import annotations
@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from colocate.config import Config
-from colocate.constructs.kube_prometheus_stack import fullname as kps_fullname
-from colocate.constructs.node_pool import KubeletReservations, NodePoolProps, Taint
-from colocate.constructs.priority_tiers import PriorityTier
+from colocate.errors import PropError
+from colocate.model.names import kps_fullname
+from colocate.model.pools import KubeletReservations, NodePoolProps, Taint
+from colocate.model.tiers import PriorityTier
 
 
 @dataclass(frozen=True)
@@ -36,10 +37,6 @@ class Cluster:
     online_pool: str
     mixed_pool: str
     monitoring_pool: str
-    #: The taint that keeps everything but online pods off the online pool.
-    online_taint: Taint
-    #: Taint of the monitoring pool; only the monitoring stack tolerates it.
-    monitoring_taint: Taint
     online_namespace: str
     training_namespace: str
     monitoring_namespace: str
@@ -53,6 +50,22 @@ class Cluster:
     prepull_namespace: str = "image-prepull"
 
     @property
+    def online_taint(self) -> Taint:
+        """The taint that keeps everything but online pods off the online pool."""
+        return self._only_taint(self.online_pool)
+
+    @property
+    def monitoring_taint(self) -> Taint:
+        """Taint of the monitoring pool; only the monitoring stack tolerates it."""
+        return self._only_taint(self.monitoring_pool)
+
+    def _only_taint(self, pool_name: str) -> Taint:
+        taints = self.pool(pool_name).taints
+        if len(taints) != 1:
+            raise PropError("Cluster", f"pools[{pool_name!r}].taints", f"needs exactly one taint, has {len(taints)}")
+        return taints[0]
+
+    @property
     def prometheus_service_account(self) -> str:
         """kube-prometheus-stack names it ``<fullname>-prometheus`` (templates/_helpers.tpl)."""
         return f"{kps_fullname(self.prometheus_release)}-prometheus"
@@ -63,14 +76,16 @@ class Cluster:
         return {"release": self.prometheus_release}
 
     def pool(self, name: str) -> NodePoolProps:
-        return next(p for p in self.pools if p.name == name)
+        for pool in self.pools:
+            if pool.name == name:
+                return pool
+        raise PropError("Cluster", "pools", f"no pool is named {name!r} (pools: {', '.join(p.name for p in self.pools)})")
 
     def tier(self, role: str) -> PriorityTier:
-        return next(t for t in self.tiers if t.role == role)
-
-
-ONLINE_TAINT = Taint("online", "true", "NoSchedule")
-MONITORING_TAINT = Taint("monitoring", "true", "NoSchedule")
+        for tier in self.tiers:
+            if tier.role == role:
+                return tier
+        raise PropError("Cluster", "tiers", f"no tier has role {role!r}")
 
 
 def reference(config: Config) -> Cluster:
@@ -78,7 +93,7 @@ def reference(config: Config) -> Cluster:
     pools = (
         NodePoolProps(
             name="online", nodes=4, cpu="16", memory="64Gi", gpus=1,
-            labels={"role": "online"}, taints=(ONLINE_TAINT,),
+            labels={"role": "online"}, taints=(Taint("online", "true", "NoSchedule"),),
             # The seed gives only "static CPU manager"; static needs reserved CPU, so the
             # online pool keeps one core for the kubelet and the OS.
             kubelet=KubeletReservations(system_reserved={"cpu": "500m", "memory": "2Gi"},
@@ -93,7 +108,7 @@ def reference(config: Config) -> Cluster:
         ),
         NodePoolProps(
             name="monitoring", nodes=2, cpu="8", memory="32Gi",
-            labels={"role": "monitoring"}, taints=(MONITORING_TAINT,),
+            labels={"role": "monitoring"}, taints=(Taint("monitoring", "true", "NoSchedule"),),
             kubelet=KubeletReservations(system_reserved={"cpu": "250m", "memory": "1Gi"}),
         ),
     )
@@ -112,8 +127,6 @@ def reference(config: Config) -> Cluster:
         online_pool="online",
         mixed_pool="mixed",
         monitoring_pool="monitoring",
-        online_taint=ONLINE_TAINT,
-        monitoring_taint=MONITORING_TAINT,
         online_namespace="online",
         training_namespace="training",
         monitoring_namespace="monitoring",

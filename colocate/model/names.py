@@ -1,0 +1,72 @@
+"""Names the generator, the checker and the docs share: label keys, annotation keys, resource
+names, job and container names. Each is written here once and imported everywhere else.
+"""
+from __future__ import annotations
+
+#: Node label naming a node's pool; every pool sets it (value = pool name).
+POOL_LABEL = "colocate.io/pool"
+#: Label on a PriorityClass or Namespace naming its tier role (online, offline, background).
+TIER_LABEL = "colocate.io/tier"
+#: The extended resource the NVIDIA device plugin advertises.
+GPU = "nvidia.com/gpu"
+#: Common ``app.kubernetes.io`` labels.
+NAME_LABEL = "app.kubernetes.io/name"
+PART_OF_LABEL = "app.kubernetes.io/part-of"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+COMPONENT_LABEL = "app.kubernetes.io/component"
+PART_OF = "colocate"
+
+#: Highest value a user-defined PriorityClass may have (system classes sit above it).
+MAX_USER_PRIORITY = 1_000_000_000
+#: Adjacent tiers at least this many times apart, so a new class can always fit between them
+#: and a mistyped value cannot silently reorder online and offline work.
+MIN_GAP_FACTOR = 10
+
+# --- Argo CD (docs/gitops.md) -------------------------------------------------------------------
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+#: Cascading, foreground delete of what the Application deployed.
+RESOURCES_FINALIZER = "resources-finalizer.argocd.argoproj.io"
+#: The sync option that keeps an object when Argo CD prunes.
+KEEP_ON_PRUNE = "Prune=false"
+
+# --- Grafana ------------------------------------------------------------------------------------
+#: The kube-prometheus-stack Grafana sidecar loads ConfigMaps carrying this label key.
+DASHBOARD_SIDECAR_LABEL = "grafana_dashboard"
+
+# --- TFJob (training-operator v1.7.0, docs/training.md) -----------------------------------------
+#: Replica types of TFJob v1, in the order they are written.
+TF_ROLES = ("Chief", "Master", "Worker", "PS", "Evaluator")
+TF_CHIEF_ROLES = ("Chief", "Master")
+#: The container the operator finds by name to inject TF_CONFIG and the port.
+TF_CONTAINER = "tensorflow"
+TF_PORT_NAME, TF_PORT = "tfjob-port", 2222
+#: What training-operator v1.7.0 sets on every TFJob pod, over the template's labels
+#: (pkg/controller.v1/common/pod.go createNewPod, job_controller.go GenLabels); replica-type
+#: is the lower-case replica type, job-role=master marks the chief (or worker 0 without one).
+OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
+TFJOB_CONTROLLER = "tfjob-controller"
+#: A memory limit far above the request is memory the node does not have when every pod bursts:
+#: the kubelet then evicts, or the kernel OOM-kills, whatever is furthest above its request.
+#: 2x is the reference job tf-mnist-dist's ratio (request 4Gi, limit 8Gi).
+MAX_MEMORY_BURST = 2
+
+# --- Scrape jobs (the ``job`` label Prometheus sets = the scraped Service's name) --------------
+TRAINING_OPERATOR_JOB = "training-operator"
+DCGM_EXPORTER_JOB = "dcgm-exporter"
+
+# --- kube-prometheus-stack ----------------------------------------------------------------------
+KPS_CHART = "kube-prometheus-stack"
+#: templates/_helpers.tpl truncates the chart's fullname to 26 characters.
+_KPS_FULLNAME_MAX = 26
+
+
+def kps_fullname(release: str) -> str:
+    """The chart's ``kube-prometheus-stack.fullname``: the release name when it contains the chart
+    name, else ``<release>-kube-prometheus-stack``; at most 26 characters, no trailing '-'."""
+    name = release if KPS_CHART in release else f"{release}-{KPS_CHART}"
+    return name[:_KPS_FULLNAME_MAX].rstrip("-")

@@ -1,0 +1,205 @@
+"""Node pools: a group of identical nodes, their labels, taints, capacity and kubelet reservations.
+
+Plain values, no cdk8s: the generator (constructs/node_pool.py), the checker and the
+simulation read the same pool. ``NodePoolProps.validate()`` refuses what the kubelet refuses;
+``allocatable`` is what the scheduler sees per node (docs/node-pools.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+from typing import Literal, Mapping, Sequence
+
+from colocate import quantity
+from colocate.errors import PropError
+from colocate.model.names import GPU, POOL_LABEL
+from colocate.model.validate import check_dns_label, check_labels
+
+#: Every hard-eviction signal, with the kubelet's defaults except memory. Setting any signal
+#: makes the unspecified ones 0 on Kubernetes 1.28 (kubelet config types.go), so all four are
+#: always written.
+DEFAULT_EVICTION_HARD = MappingProxyType({
+    "memory.available": "500Mi",
+    "nodefs.available": "10%",
+    "nodefs.inodesFree": "5%",
+    "imagefs.available": "15%",
+})
+_EVICTION_SIGNALS = frozenset(DEFAULT_EVICTION_HARD)
+_RESERVABLE = frozenset({"cpu", "memory", "ephemeral-storage", "pid"})
+# Keys the kubelet refuses in --node-labels (cmd/kubelet/app/options/options.go): any
+# kubernetes.io / k8s.io key outside these allowed prefixes makes the kubelet fail to start.
+_ALLOWED_K8S_LABEL_PREFIXES = ("kubelet.kubernetes.io/", "node.kubernetes.io/")
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A node taint. ``effect`` is NoSchedule, PreferNoSchedule or NoExecute."""
+
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+    def to_kube(self) -> dict:
+        out = {"key": self.key, "effect": self.effect}
+        if self.value:
+            out["value"] = self.value
+        return out
+
+    def toleration(self) -> dict:
+        """The toleration that lets a pod onto nodes with this taint."""
+        out = {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
+        return out if self.value else {"key": self.key, "operator": "Exists", "effect": self.effect}
+
+
+@dataclass(frozen=True)
+class KubeletReservations:
+    """Resources the kubelet keeps from pods, and its CPU manager policy.
+
+    @see https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/
+    """
+
+    #: For the OS and its daemons, e.g. ``{"cpu": "500m", "memory": "4Gi"}``. Default: none.
+    system_reserved: Mapping[str, str] = field(default_factory=dict)
+    #: For the kubelet and container runtime. Default: none.
+    kube_reserved: Mapping[str, str] = field(default_factory=dict)
+    #: Hard eviction thresholds; signals left out keep DEFAULT_EVICTION_HARD's value.
+    eviction_hard: Mapping[str, str] = field(default_factory=dict)
+    #: ``static`` gives Guaranteed pods with integer CPU exclusive cores. Default ``none``.
+    cpu_manager_policy: Literal["none", "static"] = "none"
+
+    def eviction(self) -> dict[str, str]:
+        return {**DEFAULT_EVICTION_HARD, **self.eviction_hard}
+
+
+@dataclass(frozen=True)
+class Resources:
+    """CPU in millicores, memory in bytes, whole GPUs."""
+
+    cpu_milli: int
+    memory_bytes: int
+    gpus: int = 0
+
+    def __str__(self) -> str:
+        text = f"cpu {quantity.format_cpu(self.cpu_milli)}, memory {quantity.format_bytes(self.memory_bytes)}"
+        return text + (f", {GPU} {self.gpus}" if self.gpus else "")
+
+    def fits(self, other: "Resources") -> bool:
+        """True when ``other`` fits inside these resources."""
+        return (other.cpu_milli <= self.cpu_milli and other.memory_bytes <= self.memory_bytes
+                and other.gpus <= self.gpus)
+
+
+@dataclass(frozen=True)
+class NodePoolProps:
+    """Props of a NodePool."""
+
+    #: Pool name, a DNS label; also the value of the ``colocate.io/pool`` node label.
+    name: str
+    #: Number of nodes.
+    nodes: int
+    #: Per-node CPU capacity, e.g. ``"32"``.
+    cpu: str
+    #: Per-node memory capacity, e.g. ``"128Gi"``.
+    memory: str
+    #: NVIDIA GPUs per node. Default 0.
+    gpus: int = 0
+    #: Node labels, besides ``colocate.io/pool`` which is always set.
+    labels: Mapping[str, str] = field(default_factory=dict)
+    #: Node taints. Default: none (any pod may land).
+    taints: Sequence[Taint] = ()
+    #: Kubelet reservations and CPU manager policy. Default: nothing reserved, policy none.
+    kubelet: KubeletReservations = field(default_factory=KubeletReservations)
+
+    @property
+    def node_labels(self) -> dict[str, str]:
+        """Every label the pool's nodes carry: ``labels`` plus the pool label."""
+        return {**self.labels, POOL_LABEL: self.name}
+
+    @property
+    def static_cpu(self) -> bool:
+        """True when the kubelet pins cores (static CPU manager policy)."""
+        return self.kubelet.cpu_manager_policy == "static"
+
+    @property
+    def capacity(self) -> Resources:
+        """Per-node capacity."""
+        return Resources(quantity.millicores(self.cpu), quantity.to_bytes(self.memory), self.gpus)
+
+    @cached_property
+    def allocatable(self) -> Resources:
+        """Per-node allocatable: capacity minus system and kube reservations (CPU, memory) and
+        the memory.available hard-eviction threshold, as the kubelet computes it."""
+        return self._allocatable()
+
+    @property
+    def total_allocatable(self) -> Resources:
+        n, a = self.nodes, self.allocatable
+        return Resources(a.cpu_milli * n, a.memory_bytes * n, a.gpus * n)
+
+    def tolerations(self) -> list[dict]:
+        """Tolerations a pod needs to run on this pool."""
+        return [taint.toleration() for taint in self.taints]
+
+    def _where(self) -> str:
+        return f"NodePool {self.name!r}"
+
+    def validate(self) -> None:
+        """Raise PropError (naming the prop) for what the kubelet or kubeadm would refuse."""
+        p, where = self, self._where()
+        check_dns_label(where, "name", p.name)
+        if not isinstance(p.nodes, int) or p.nodes < 1:
+            raise PropError(where, "nodes", f"{p.nodes!r} must be a whole number >= 1")
+        if not isinstance(p.gpus, int) or p.gpus < 0:
+            raise PropError(where, "gpus", f"{p.gpus!r} must be a whole number >= 0")
+        for prop in ("cpu", "memory"):
+            value = getattr(p, prop)
+            if not quantity.is_quantity(value) or quantity.parse(value) <= 0:
+                raise PropError(where, prop, f"{value!r} must be a positive quantity such as '32' or '128Gi'")
+        check_labels(where, "labels", p.labels)
+        for key in p.labels:
+            prefix = key.rpartition("/")[0]
+            if (prefix.endswith("kubernetes.io") or prefix.endswith("k8s.io")) and \
+                    not key.startswith(_ALLOWED_K8S_LABEL_PREFIXES):
+                raise PropError(where, f"labels[{key!r}]", "the kubelet refuses --node-labels in the "
+                                "kubernetes.io and k8s.io namespaces (it fails to start); use your own prefix")
+        seen = set()
+        for i, taint in enumerate(p.taints):
+            if taint.effect not in _TAINT_EFFECTS:
+                raise PropError(where, f"taints[{i}].effect", f"{taint.effect!r} must be one of {', '.join(_TAINT_EFFECTS)}")
+            check_labels(where, f"taints[{i}]", {taint.key: taint.value})
+            if (taint.key, taint.effect) in seen:
+                raise PropError(where, f"taints[{i}]", f"taint {taint.key}:{taint.effect} is listed twice")
+            seen.add((taint.key, taint.effect))
+        k = p.kubelet
+        if k.cpu_manager_policy not in ("none", "static"):
+            raise PropError(where, "kubelet.cpu_manager_policy", f"{k.cpu_manager_policy!r} must be 'none' or 'static'")
+        for prop in ("system_reserved", "kube_reserved"):
+            for resource, value in getattr(k, prop).items():
+                if resource not in _RESERVABLE:
+                    raise PropError(where, f"kubelet.{prop}[{resource!r}]", f"must be one of {sorted(_RESERVABLE)}")
+                if not quantity.is_quantity(value) or quantity.parse(value) < 0:
+                    raise PropError(where, f"kubelet.{prop}[{resource!r}]", f"{value!r} is not a quantity")
+        for signal, value in k.eviction_hard.items():
+            if signal not in _EVICTION_SIGNALS:
+                raise PropError(where, f"kubelet.eviction_hard[{signal!r}]", f"must be one of {sorted(_EVICTION_SIGNALS)}")
+            if not (str(value).endswith("%") or quantity.is_quantity(value)):
+                raise PropError(where, f"kubelet.eviction_hard[{signal!r}]", f"{value!r} is neither a quantity nor a percentage")
+        reserved_cpu = sum(quantity.millicores(r.get("cpu", "0")) for r in (k.system_reserved, k.kube_reserved))
+        if k.cpu_manager_policy == "static" and reserved_cpu == 0:
+            raise PropError(where, "kubelet.cpu_manager_policy", "'static' needs reserved CPU > 0 (the kubelet "
+                            "refuses to start without it); set kubelet.system_reserved['cpu'] or kube_reserved['cpu']")
+
+    def _allocatable(self) -> Resources:
+        k, cap = self.kubelet, self.capacity
+        cpu = cap.cpu_milli - sum(quantity.millicores(r.get("cpu", "0")) for r in (k.system_reserved, k.kube_reserved))
+        memory_threshold = k.eviction()["memory.available"]
+        eviction = (cap.memory_bytes * int(memory_threshold[:-1]) // 100 if memory_threshold.endswith("%")
+                    else quantity.to_bytes(memory_threshold))
+        memory = cap.memory_bytes - eviction - sum(
+            quantity.to_bytes(r.get("memory", "0")) for r in (k.system_reserved, k.kube_reserved))
+        if cpu <= 0 or memory <= 0:
+            raise PropError(self._where(), "kubelet", f"reservations leave no allocatable resources "
+                            f"(cpu {cpu}m, memory {memory} bytes of capacity {cap})")
+        return Resources(cpu, memory, cap.gpus)

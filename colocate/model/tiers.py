@@ -1,0 +1,51 @@
+"""Priority tiers: the PriorityClasses that let online pods preempt offline ones (docs/tiers.md)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Sequence
+
+from colocate.errors import PropError
+from colocate.model.names import MAX_USER_PRIORITY, MIN_GAP_FACTOR
+from colocate.model.validate import check_dns_label
+
+
+@dataclass(frozen=True)
+class PriorityTier:
+    """One PriorityClass."""
+
+    #: PriorityClass name, e.g. ``online-high``.
+    name: str
+    #: Priority value; higher preempts lower.
+    value: int
+    #: What the tier is for: ``online``, ``offline`` or ``background``.
+    role: Literal["online", "offline", "background"]
+    #: Shown by ``kubectl get priorityclass``.
+    description: str = ""
+    #: Pods without a priorityClassName get this tier. At most one tier may set it. Default False.
+    global_default: bool = False
+    #: ``PreemptLowerPriority`` (default) or ``Never`` (waits instead of evicting).
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
+
+
+def validate_tiers(tiers: Sequence[PriorityTier]) -> None:
+    """Raise PropError naming the tier and prop: tiers sorted by value, highest first."""
+    where = "PriorityTiers"
+    if not tiers:
+        raise PropError(where, "tiers", "at least one tier is needed")
+    names = [t.name for t in tiers]
+    for i, tier in enumerate(tiers):
+        check_dns_label(where, f"tiers[{tier.name!r}].name", tier.name)
+        if names.count(tier.name) > 1:
+            raise PropError(where, f"tiers[{tier.name!r}].name", "is used by more than one tier")
+        if not isinstance(tier.value, int) or not 0 <= tier.value <= MAX_USER_PRIORITY:
+            raise PropError(where, f"tiers[{tier.name!r}].value",
+                            f"{tier.value!r} must be a whole number from 0 to {MAX_USER_PRIORITY}")
+        if i and tiers[i - 1].value < MIN_GAP_FACTOR * tier.value:
+            higher = tiers[i - 1]
+            raise PropError(where, f"tiers[{tier.name!r}].value",
+                            f"{tier.value} is less than {MIN_GAP_FACTOR}x below {higher.name} ({higher.value}); "
+                            f"set it to at most {higher.value // MIN_GAP_FACTOR}")
+    defaults = [t.name for t in tiers if t.global_default]
+    if len(defaults) > 1:
+        raise PropError(where, "tiers[*].global_default",
+                        f"{', '.join(defaults)} are all global defaults; at most one tier may be")

@@ -1,0 +1,31 @@
+"""Name and label checks as the API server applies them, so a bad value fails at synth and not
+at apply time. Plain functions: the model, the constructs and the checker share them.
+"""
+from __future__ import annotations
+
+import re
+from typing import Mapping
+
+from colocate.errors import PropError
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def check_dns_label(construct: str, prop: str, value: str) -> None:
+    if not isinstance(value, str) or len(value) > 63 or not DNS_LABEL.match(value):
+        raise PropError(construct, prop, f"{value!r} is not a DNS-1123 label "
+                        "(lower-case letters, digits and '-', at most 63 characters)")
+
+
+def check_labels(construct: str, prop: str, labels: Mapping[str, str]) -> None:
+    """Label keys and values as the API server validates them (cdk8s does not, cdk8s#1338)."""
+    for key, value in labels.items():
+        prefix, _, name = key.rpartition("/")
+        if (prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix))) or len(name) > 63 \
+                or not _LABEL_NAME.match(name):
+            raise PropError(construct, f"{prop}[{key!r}]", "is not a valid label key")
+        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+            raise PropError(construct, f"{prop}[{key!r}]", f"value {value!r} is not a valid label value")
