@@ -18,14 +18,15 @@ from typing import Any, Callable, Iterable, Iterator
 import jsonschema
 import yaml
 
-from colocate import ROOT, config as config_mod, kubeconform, manifests
+from colocate import config as config_mod, kubeconform, manifests
 from colocate.model.cluster import Cluster, reference
 from colocate.model.names import TIER_LABEL
 from colocate.errors import ColocateError, InputError
+from colocate.resources import data_path
 from colocate.manifests import Doc, PodSpec
 
-RULES_DIR = ROOT / "policies" / "rules"
-_RULE_SCHEMA = json.loads((Path(__file__).parent / "schemas" / "rule.schema.json").read_text())
+RULES_DIR = data_path("colocate.policies", "rules")
+_RULE_SCHEMA = json.loads(data_path("colocate", "schemas", "rule.schema.json").read_text())
 SCHEMA_RULE_ID = "SCHEMA"
 
 
@@ -149,6 +150,10 @@ def load_rules(rules_dir: Path = RULES_DIR) -> tuple[Rule, ...]:
         if "check" in data:
             _check_function(data["check"], str(path))
         rules.append(Rule(**{**data, "kinds": tuple(data.get("kinds", ()))}))
+    if not rules:
+        # An installed colocate without its rule files would pass everything: refuse instead.
+        raise ColocateError(f"no policy rule found in {rules_dir}; the colocate installation is incomplete "
+                            "(reinstall it, or check the package data in pyproject.toml)")
     ids = [r.id for r in rules]
     if len(set(ids)) != len(ids):
         raise InputError(str(rules_dir), "", "two rule files share an id")

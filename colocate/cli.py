@@ -54,9 +54,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _root() -> Path:
-    from colocate import ROOT
+    from colocate.resources import repository
 
-    return ROOT
+    return repository()
 
 
 def main(argv: list[str] | None = None) -> int:

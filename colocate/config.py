@@ -9,11 +9,10 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from colocate import ROOT
 from colocate.errors import InputError
+from colocate.resources import CONFIG_NAME, data_path, repository
 
-CONFIG_FILE = ROOT / "colocate.yaml"
-_SCHEMA = json.loads((Path(__file__).parent / "schemas" / "config.schema.json").read_text())
+_SCHEMA = json.loads(data_path("colocate", "schemas", "config.schema.json").read_text())
 
 
 @dataclass(frozen=True)
@@ -87,7 +86,13 @@ def validate(data: object, schema: dict, file: str) -> None:
         raise InputError(file, json_path(error.absolute_path), error.message + more)
 
 
-def load(path: Path = CONFIG_FILE) -> Config:
+def default_path() -> Path:
+    """colocate.yaml of the working repository (colocate.resources.repository)."""
+    return repository() / CONFIG_NAME
+
+
+def load(path: Path | None = None) -> Config:
+    path = path or default_path()
     data = load_yaml_file(path)
     validate(data, _SCHEMA, str(path))
     for index, cidr in enumerate(data["registry"]["cidrs"]):

@@ -14,6 +14,7 @@ from typing import Any
 from colocate import ROOT
 from colocate.config import Config, load_yaml_file, validate
 from colocate.errors import InputError
+from colocate.resources import repository
 
 JOBS_DIR = ROOT / "jobs"
 SCHEMA = json.loads((Path(__file__).parent / "schemas" / "job.schema.json").read_text())
@@ -56,7 +57,7 @@ class JobFile:
 
 def _display(path: Path) -> str:
     try:
-        return str(path.resolve().relative_to(ROOT))
+        return str(path.resolve().relative_to(repository()))
     except ValueError:
         return str(path)
 

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from colocate import ROOT, crdschema
+from colocate.resources import cache_dir, data_path
 
 PINNED_VERSION = "v0.7.0"
-CACHE = ROOT / ".cache" / "kubeconform"
+CACHE = cache_dir() / "kubeconform"
 INSTALL_HINT = "run `make bootstrap` (builds kubeconform v0.7.0 into bin/ with go install)"
 
 
@@ -51,7 +52,8 @@ def schema_locations(kubernetes_version: str) -> list[str]:
         core = crdschema.prepare_core_schemas(CACHE / "kubernetes-validate", kubernetes_version)
     except FileNotFoundError as exc:
         raise ToolMissing(str(exc)) from None
-    return [str(ROOT / crdschema.CRD_SCHEMA_LOCATION), crdschema.CORE_SCHEMA_LOCATION.format(root=core)]
+    ours = data_path("colocate.policies", "schemas") / crdschema.CRD_SCHEMA_LOCATION.removeprefix("policies/schemas/")
+    return [str(ours), crdschema.CORE_SCHEMA_LOCATION.format(root=core)]
 
 
 def run(paths: list[Path], kubernetes_version: str) -> Result:

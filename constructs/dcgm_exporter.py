@@ -15,12 +15,10 @@ priorityClassName to system-node-critical.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
-import yaml
 
-from colocate import ROOT
+from colocate.promql import catalog_document
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label, check_labels
 from colocate.model.names import POOL_LABEL
@@ -31,7 +29,6 @@ from constructs import Construct
 CHART = "dcgm-exporter"
 CHART_VERSION = "3.3.0"
 IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.3-3.3.0-ubuntu22.04"
-CATALOG = ROOT / "policies" / "metrics" / "catalog.yaml"
 CSV_KEY = "counters.csv"
 CSV_DIR = "/etc/dcgm-exporter/colocate"
 #: Collected whatever the dashboards use: the seed's four fields (MISSION.md), free memory to
@@ -42,11 +39,6 @@ BASE_FIELDS = (
 )
 #: Profiling (DCP) fields need the SYS_ADMIN capability; device fields do not.
 PROFILING_PREFIX = "DCGM_FI_PROF_"
-
-
-@lru_cache(maxsize=None)
-def _catalog() -> dict[str, Any]:
-    return yaml.safe_load(CATALOG.read_text())
 
 
 @dataclass(frozen=True)
@@ -64,7 +56,7 @@ class CsvField:
 def csv_fields(used: Sequence[str], base: Sequence[str] = BASE_FIELDS) -> list[CsvField]:
     """base ∪ used, typed from the catalog, sorted; the catalog's label fields (the driver
     version every series carries) first. Raises PropError for a field the pinned exporter lacks."""
-    catalog = _catalog()
+    catalog = catalog_document()
     metrics, absent = catalog["metrics"], catalog.get("not_in_pinned_versions", {})
     label_fields = catalog["sources"]["dcgm-exporter"].get("label_fields", [])
     out = [CsvField(name, "label", "Label added to every series") for name in label_fields]

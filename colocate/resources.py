@@ -1,0 +1,48 @@
+"""Where colocate's own files are, in a checkout and in an installed wheel.
+
+Data shipped with the package (rules, schemas, the metric catalog) is found through
+importlib.resources. The working repository (colocate.yaml, jobs/, dist/) is the nearest
+folder holding a colocate.yaml, from the current directory up, else this checkout.
+"""
+from __future__ import annotations
+
+import importlib.resources
+import os
+from pathlib import Path
+
+from colocate import ROOT
+
+CONFIG_NAME = "colocate.yaml"
+
+
+def data_path(package: str, *parts: str) -> Path:
+    """A file or folder shipped inside ``package`` (e.g. ``colocate.policies``, ``rules``).
+
+    Namespace packages (constructs/, charts/, policies/ have no ``__init__.py``) give a
+    MultiplexedPath, whose joinpath returns a real path; wheels install unpacked, so the
+    result is always on the file system.
+    """
+    if not parts:
+        raise ValueError("name a file or folder inside the package")
+    resource = importlib.resources.files(package)
+    for part in parts:
+        resource = resource.joinpath(part)
+    return Path(str(resource))
+
+
+def repository(start: Path | None = None) -> Path:
+    """The nearest folder from ``start`` (default: the current directory) up that holds a
+    colocate.yaml; else this checkout (which may hold none when colocate is installed)."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return folder
+    return ROOT
+
+
+def cache_dir() -> Path:
+    """Generated caches: ``.cache/`` in a checkout, else $XDG_CACHE_HOME/colocate (never
+    inside site-packages)."""
+    if (ROOT / "pyproject.toml").is_file():
+        return ROOT / ".cache"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "colocate"

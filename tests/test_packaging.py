@@ -1,0 +1,137 @@
+"""colocate as users get it: `colocate check` imports no cdk8s, and an installed wheel checks
+exactly like the checkout."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from colocate import ROOT
+from colocate.checker import load_rules
+from colocate.toolchain import environment
+from tests.helpers import run
+
+_PLANTED = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: adhoc-trainer
+  namespace: training
+spec:
+  selector:
+    matchLabels: {app: adhoc}
+  template:
+    metadata:
+      labels: {app: adhoc}
+    spec:
+      containers:
+        - name: main
+          image: harbor.example.com/ml/adhoc:1.0.0
+"""
+
+_PROBE = """
+import sys
+from colocate.cli import main
+code = main(["check", "dist"])
+loaded = sorted({m.split(".")[0] for m in sys.modules} & {"cdk8s", "jsii", "constructs"})
+print("LOADED=" + ",".join(loaded), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def _without_node(env: dict[str, str]) -> dict[str, str]:
+    """No Node.js anywhere: jsii, if it started, would fail."""
+    out = dict(env, JSII_NODE="/nonexistent/node")
+    out["PATH"] = os.pathsep.join(p for p in out["PATH"].split(os.pathsep)
+                                  if not (Path(p) / "node").exists())
+    return out
+
+
+def test_check_imports_no_cdk8s_and_needs_no_node():
+    proc = subprocess.run([sys.executable, "-c", _PROBE], cwd=ROOT, env=_without_node(environment()),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "LOADED=\n" in proc.stderr, proc.stderr
+
+
+def test_check_in_a_checkout_does_not_expose_the_repository_root_as_a_package():
+    proc = run([sys.executable, "-c", "import colocate.main"])
+    assert proc.returncode == 1 and "No module named 'colocate.main'" in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The wheel, built from this checkout and installed into a fresh virtual environment
+    outside the repository. Its dependencies come from the test environment's site-packages
+    (a .pth line), so nothing is downloaded; colocate itself only from the wheel."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    wheels = tmp / "wheels"
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(ROOT)],
+        cwd=tmp, check=True)
+    venv = tmp / "venv"
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp, check=True)
+    python = venv / "bin" / "python"
+    site = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                    cwd=tmp, check=True).stdout.strip())
+    (site / "test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    wheel = next(wheels.glob("colocate-*.whl"))
+    run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)],
+        cwd=tmp, check=True)
+    return venv / "bin"
+
+
+def _repository_copy(tmp: Path, planted: bool) -> Path:
+    repo = tmp / ("planted" if planted else "clean")
+    shutil.copytree(ROOT / "dist", repo / "dist")
+    shutil.copy(ROOT / "colocate.yaml", repo / "colocate.yaml")
+    if planted:
+        (repo / "dist" / "apps" / "training" / "deployment.training.adhoc-trainer.yaml").write_text(_PLANTED)
+    return repo
+
+
+def _check(colocate: Path, repo: Path) -> tuple[int, list[dict]]:
+    env = environment()
+    env["PATH"] = os.pathsep.join([str(ROOT / "bin"), env["PATH"]])  # kubeconform
+    proc = subprocess.run([str(colocate), "check", "dist", "--format", "json"], cwd=repo, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)["findings"]
+
+
+def test_the_installed_package_is_the_wheel_not_the_checkout(installed: Path):
+    proc = run([str(installed / "python"), "-c", "import colocate, colocate.policies.checks.platform as p; "
+                "print(colocate.__file__); print(p.__file__)"], cwd=installed, check=True)
+    assert str(ROOT) not in proc.stdout and proc.stdout.count("site-packages") == 2, proc.stdout
+
+
+def test_installed_colocate_lists_every_rule(installed: Path):
+    proc = run([str(installed / "colocate"), "rules"], cwd=installed, check=True)
+    listed = [line.split()[0] for line in proc.stdout.splitlines() if line.strip()]
+    assert listed == [rule.id for rule in load_rules()]
+
+
+@pytest.mark.parametrize("planted", [False, True], ids=["clean-dist", "planted-fault"])
+def test_installed_check_gives_the_checkout_result(installed: Path, tmp_path: Path, planted: bool):
+    repo = _repository_copy(tmp_path, planted)
+    from_wheel = _check(installed / "colocate", repo)
+    from_checkout = _check(Path(sys.executable).parent / "colocate", repo)
+    assert from_wheel == from_checkout
+    code, findings = from_wheel
+    if planted:
+        assert code == 1
+        assert {(f["rule"], f["name"]) for f in findings} >= {("COL004", "adhoc-trainer")}
+    else:
+        assert (code, findings) == (0, [])
+
+
+def test_load_rules_refuses_an_empty_rule_folder(tmp_path: Path):
+    from colocate.errors import ColocateError
+
+    with pytest.raises(ColocateError, match="no policy rule found"):
+        load_rules(tmp_path)
