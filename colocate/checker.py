@@ -236,15 +236,24 @@ def _schema_result_findings(result: kubeconform.Result, docs: list[Doc]) -> list
 def check(paths: list[Path], config_path: Path | None = None) -> CheckResult:
     """Validate manifests. Raises ColocateError for unusable input (exit 2)."""
     config = config_mod.load(config_path) if config_path else config_mod.load()
-    docs = manifests.load(paths)
-    if not docs:
-        raise InputError(", ".join(map(str, paths)), "", "no Kubernetes objects found")
+    manifests.files(paths)  # an unknown path is bad input before any tool starts
     try:
-        schema_result = kubeconform.run(paths, config.kubernetes_version)
+        validation = kubeconform.start(paths, config.kubernetes_version)
     except kubeconform.ToolMissing as exc:
         raise ColocateError(str(exc)) from None
-    rules = load_rules()
-    index = Index(docs, _context(reference(config), docs))
-    findings = _schema_result_findings(schema_result, docs) + evaluate(rules, index)
+    # kubeconform takes most of the wall time: parse and run the rules while it works.
+    try:
+        docs = manifests.load(paths)
+        if not docs:
+            raise InputError(", ".join(map(str, paths)), "", "no Kubernetes objects found")
+        rules = load_rules()
+        index = Index(docs, _context(reference(config), docs))
+        rule_findings = evaluate(rules, index)
+        schema_result = kubeconform.wait(validation)
+    finally:
+        if validation.poll() is None:
+            validation.kill()
+            validation.wait()
+    findings = _schema_result_findings(schema_result, docs) + rule_findings
     findings.sort(key=lambda f: (f.file, f.line, f.rule, f.field))
     return CheckResult(findings, schema_result, len(docs), list(rules))

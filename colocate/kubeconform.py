@@ -56,17 +56,28 @@ def schema_locations(kubernetes_version: str) -> list[str]:
     return [str(ours), crdschema.CORE_SCHEMA_LOCATION.format(root=core)]
 
 
-def run(paths: list[Path], kubernetes_version: str) -> Result:
-    """Validate files and folders; every schema miss counts as an error, never a skip."""
+def start(paths: list[Path], kubernetes_version: str) -> subprocess.Popen:
+    """Start validating files and folders; the caller parses YAML and runs rules meanwhile and
+    collects the verdict with :func:`wait`."""
     command = [binary(), "-strict", "-summary", "-output", "json", "-kubernetes-version", kubernetes_version]
     for location in schema_locations(kubernetes_version):
         command += ["-schema-location", location]
     command += [str(p) for p in paths]
-    proc = subprocess.run(command, capture_output=True, text=True, check=False)
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait(proc: subprocess.Popen) -> Result:
+    """kubeconform's verdict; every schema miss counts as an error, never a skip."""
+    stdout, stderr = proc.communicate()
     try:
-        report = json.loads(proc.stdout)
+        report = json.loads(stdout)
     except json.JSONDecodeError:
-        raise RuntimeError(f"kubeconform failed (exit {proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}") from None
+        raise RuntimeError(f"kubeconform failed (exit {proc.returncode}): {stderr.strip() or stdout.strip()}") from None
     summary = report["summary"]
     return Result(summary["valid"], summary["invalid"], summary["errors"], summary["skipped"],
                   report.get("resources") or [])
+
+
+def run(paths: list[Path], kubernetes_version: str) -> Result:
+    """Validate files and folders and wait for the verdict."""
+    return wait(start(paths, kubernetes_version))
