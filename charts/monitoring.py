@@ -18,6 +18,7 @@ from colocate.charts._base import ColocateChart
 from colocate.constructs import dcgm_exporter as dcgm, kube_prometheus_stack as kps
 from colocate.constructs.argocd_application import ApplicationProps, ArgoApplication, helm_chart
 from colocate.constructs.node_pool import NodePool
+from colocate.model.names import KPS_CHART
 
 KPS_SYNC_WAVE = -8
 DCGM_SYNC_WAVE = -6
@@ -79,7 +80,7 @@ def helm_applications(scope: Construct, config: Config, cluster: Cluster, chart:
     release = cluster.prometheus_release
     ArgoApplication(scope, release, ApplicationProps(
         name=release, **common, sync_wave=KPS_SYNC_WAVE,
-        source=helm_chart(m.prometheus_chart_repo_url, kps.CHART, chart.stack.props.chart_version, release,
+        source=helm_chart(m.prometheus_chart_repo_url, KPS_CHART, chart.stack.props.chart_version, release,
                           chart.stack.values()),
         # The prometheuses CRD is 345,787 bytes of JSON, over the 262,144-byte last-applied
         # annotation client-side apply writes (FACTS.md section 6).

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 import jsonschema
-import yaml
 
 from colocate import config as config_mod, kubeconform, manifests
 from colocate.model.cluster import Cluster, reference

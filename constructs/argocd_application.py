@@ -8,7 +8,7 @@ from constructs import Construct
 
 from colocate.errors import PropError
 from colocate.constructs._k8s import emit
-from colocate.model.names import RESOURCES_FINALIZER, SYNC_OPTIONS, SYNC_WAVE
+from colocate.model.names import RESOURCES_FINALIZER, SYNC_WAVE
 from colocate.model.validate import check_dns_label
 
 _KNOWN_SYNC_OPTIONS = frozenset({

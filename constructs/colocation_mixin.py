@@ -33,7 +33,8 @@ from grafana_foundation_sdk.models import common as mc
 from grafana_foundation_sdk.models import dashboard as md
 
 from colocate import promql
-from colocate.constructs.grafana_dashboard import dashboard_json, panel_queries
+from colocate.constructs.grafana_dashboard import dashboard_json
+from colocate.grafana import expand_variables, panel_queries
 from colocate.model.names import POOL_LABEL
 
 #: Grafana template variables in panel queries, and values that make them parseable PromQL.
@@ -45,11 +46,6 @@ _MIB = 1024 * 1024
 def sanitize_label(key: str) -> str:
     """kube-state-metrics' ``label_<key>`` name for an allow-listed object label."""
     return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
-
-
-def expand_variables(expr: str, values: dict[str, str]) -> str:
-    """Substitute Grafana variables (``$x``, ``${x}``, ``[[x]]``); unknown ones raise KeyError."""
-    return promql.VARIABLE.sub(lambda m: values[next(g for g in m.groups() if g)], expr)
 
 
 def metric_names(expr: str) -> set[str]:

@@ -18,6 +18,7 @@ from constructs import Construct
 from colocate.errors import PropError
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label
+from colocate.grafana import panels
 from colocate.model.names import DASHBOARD_SIDECAR_LABEL as SIDECAR_LABEL, SYNC_OPTIONS
 
 #: Kubernetes refuses a ConfigMap whose data exceeds 1 MiB.
@@ -31,23 +32,6 @@ def dashboard_json(dashboard: Any) -> dict[str, Any]:
     if isinstance(dashboard, Mapping):
         return json.loads(json.dumps(dashboard))
     return json.loads(JSONEncoder(sort_keys=True).encode(dashboard))
-
-
-def panels(board: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every panel, including those nested in collapsed rows; rows themselves excluded."""
-    for panel in board.get("panels") or []:
-        if panel.get("type") == "row":
-            yield from panel.get("panels") or []
-        else:
-            yield panel
-
-
-def panel_queries(board: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """(panel title, PromQL) for every target of every panel."""
-    for panel in panels(board):
-        for target in panel.get("targets") or []:
-            if target.get("expr"):
-                yield panel.get("title", ""), target["expr"]
 
 
 @dataclass(frozen=True)

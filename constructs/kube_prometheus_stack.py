@@ -6,12 +6,12 @@ its own. Every key below was checked against the chart's values.yaml and templat
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from colocate import quantity
 from colocate.model.validate import check_dns_label, check_labels
-from colocate.model.names import JOB_NAME_LABEL, KPS_CHART as CHART, POOL_LABEL, REPLICA_TYPE_LABEL, kps_fullname as fullname
+from colocate.model.names import JOB_NAME_LABEL, POOL_LABEL, REPLICA_TYPE_LABEL, kps_fullname
 from colocate.model.pools import Taint
 from colocate.errors import PropError
 
@@ -25,7 +25,7 @@ TRAINING_POD_LABELS = (JOB_NAME_LABEL, REPLICA_TYPE_LABEL)
 
 def prometheus_url(release: str, namespace: str) -> str:
     """The URL the chart's Grafana datasource points at (templates/grafana/configmaps-datasources.yaml)."""
-    return f"http://{fullname(release)}-prometheus.{namespace}:{_PROMETHEUS_PORT}/"
+    return f"http://{kps_fullname(release)}-prometheus.{namespace}:{_PROMETHEUS_PORT}/"
 
 
 def monitor_selectors(labels: Mapping[str, str]) -> dict[str, Any]:
@@ -115,7 +115,7 @@ class KubePrometheusStack:
 
     @property
     def fullname(self) -> str:
-        return fullname(self.props.release)
+        return kps_fullname(self.props.release)
 
     @property
     def prometheus_url(self) -> str:

@@ -10,9 +10,10 @@ import yaml
 from colocate import config as config_mod
 from colocate.model import cluster as cluster_mod
 from colocate.constructs.colocation_mixin import (PARSE_VALUES, ColocationMixin, MixinConfig, dcgm_fields,
-                                                  expand_variables, metric_names, sanitize_label)
+                                                  metric_names, sanitize_label)
 from colocate.model.names import POOL_LABEL
-from colocate.constructs.grafana_dashboard import from_configmap, panel_queries, panels
+from colocate.constructs.grafana_dashboard import from_configmap
+from colocate.grafana import expand_variables, panel_queries, panels
 
 CADVISOR = ("container_cpu_usage_seconds_total", "container_memory_working_set_bytes")
 

@@ -71,8 +71,12 @@ def installed(tmp_path_factory) -> Path:
     outside the repository. Its dependencies come from the test environment's site-packages
     (a .pth line), so nothing is downloaded; colocate itself only from the wheel."""
     tmp = tmp_path_factory.mktemp("wheel")
+    # Build from a copy: setuptools writes build/ into the source tree.
+    source = tmp / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "node_modules", "bin", "build", "dist", ".cache", "__pycache__", "*.egg-info"))
     wheels = tmp / "wheels"
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(ROOT)],
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(source)],
         cwd=tmp, check=True)
     venv = tmp / "venv"
     run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp, check=True)

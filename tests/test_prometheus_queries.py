@@ -22,8 +22,8 @@ from typing import Iterator
 import pytest
 import yaml
 
-from colocate.constructs.colocation_mixin import PARSE_VALUES, expand_variables
-from colocate.constructs.grafana_dashboard import panel_queries
+from colocate.constructs.colocation_mixin import PARSE_VALUES
+from colocate.grafana import expand_variables, panel_queries
 from tests.fixtures.series import generate
 from tests.test_alerts import shipped_rule_files
 from tests.test_dashboards import shipped_dashboards

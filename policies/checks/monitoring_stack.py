@@ -6,6 +6,7 @@ from typing import Any, Iterator, Mapping
 from colocate.checker import Index, Rule, Violation
 from colocate.constructs import kube_prometheus_stack as kps
 from colocate.manifests import Doc
+from colocate.model.names import KPS_CHART
 
 
 def matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
@@ -29,7 +30,7 @@ def _stack_applications(index: Index) -> list[tuple[str, str, dict]]:
     for doc in index.of_kind("Application"):
         spec = doc.obj.get("spec") or {}
         source = spec.get("source") or {}
-        if source.get("chart") != kps.CHART:
+        if source.get("chart") != KPS_CHART:
             continue
         helm = source.get("helm") or {}
         values = helm.get("valuesObject") or {}

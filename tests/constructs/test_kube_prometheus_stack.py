@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from colocate.constructs.kube_prometheus_stack import (
-    CommunityDashboard, KubePrometheusStack, KubePrometheusStackProps, fullname, prometheus_url, rendered_selector)
+    CommunityDashboard, KubePrometheusStack, KubePrometheusStackProps, prometheus_url, rendered_selector)
+from colocate.model.names import kps_fullname as fullname
 from colocate.model.pools import Taint
 from colocate.errors import PropError
 
