@@ -1,0 +1,100 @@
+"""Alerts of the colocation mixin: one place for names, thresholds, hints and severities."""
+from __future__ import annotations
+
+from typing import Any
+
+from colocate.constructs.mixin.config import Selectors, eq, sel
+
+
+class Alerts(Selectors):
+    @property
+    def alerts(self) -> list[dict[str, Any]]:
+        c, ksm, ns = self.config, self._ksm, self._ns
+        restarts = sel("kube_pod_container_status_restarts_total", ksm, ns)
+        last_oom = sel("kube_pod_container_status_last_terminated_reason", ksm, ns, eq("reason", "OOMKilled"))
+        now_oom = sel("kube_pod_container_status_terminated_reason", ksm, ns, eq("reason", "OOMKilled"))
+        failed = sel("training_operator_jobs_failed_total", eq("job", c.training_operator_job),
+                      eq("framework", "tensorflow"), eq("job_namespace", c.training_namespace))
+        pending = sel("kube_pod_status_phase", ksm, ns, eq("phase", "Pending"))
+        gpu_util = sel("DCGM_FI_DEV_GPU_UTIL", self._dcgm)
+        idle_gpus = self._per_gpu(f"avg_over_time({gpu_util}[5m])")
+        mixed_nodes = f'max by (node) ({sel("kube_node_labels", ksm, eq(c.pool_label, c.mixed_pool))})'
+        gpu_requests = sel("kube_pod_container_resource_requests", ksm, ns, eq("resource", "nvidia_com_gpu"))
+        waiting_gpu_pods = (f"count(max by (namespace, pod) ({gpu_requests} > 0)"
+                            f" * on (namespace, pod) max by (namespace, pod) ({pending} == 1))")
+        return [
+            _alert("ColocateNodeCPUHigh", f"{self.node_cpu_utilisation} > {c.cpu_high_ratio}", c.cpu_high_for,
+                   summary=f"Node CPU above {c.cpu_high_ratio:.0%} for {c.cpu_high_for}.",
+                   description="Node {{ $labels.node }} is {{ $value | humanizePercentage }} busy "
+                               "(node-exporter, all processes).",
+                   hint="Compare the node's CPU requests with its real use on the Colocation dashboard; if online "
+                        "pods are squeezed, lower the training quota or move TFJobs off the node."),
+            _alert("ColocateTrainingPodPending", f"max by (namespace, pod) ({pending}) == 1", c.pending_for,
+                   summary=f"Training pod Pending for {c.pending_for}.",
+                   description="Pod {{ $labels.namespace }}/{{ $labels.pod }} has been Pending for "
+                               f"{c.pending_for}; preempted pods are only briefly Pending.",
+                   hint="kubectl describe pod shows the scheduler's reason: usually the training ResourceQuota, "
+                        "no free GPU on the mixed pool, or a PVC that cannot bind."),
+            # Restarted containers keep the reason in lastState; with restartPolicy Never (the
+            # TFJob default) the container stays terminated with the reason in its current state.
+            _alert("ColocateTrainingPodOOMKilled",
+                   f"(max by (namespace, pod, container) ({last_oom} == 1)"
+                   f" and on (namespace, pod, container) increase({restarts}[{c.event_window}]) > 0)"
+                   f" or max by (namespace, pod, container) ({now_oom} == 1 unless {now_oom} offset {c.event_window} == 1)",
+                   "0m",
+                   summary="Training container OOMKilled.",
+                   description="Container {{ $labels.container }} of {{ $labels.namespace }}/{{ $labels.pod }} was "
+                               "killed for exceeding its memory limit.",
+                   hint="Raise the container's memory request and limit (equal in training) or lower the batch "
+                        "size; memory is not compressible."),
+            _alert("ColocateTrainingPodRestarting",
+                   f"max by (namespace, pod, container) (increase({restarts}[{c.restart_window}])) >= {c.restarts}", "5m",
+                   summary=f"Training container restarted {c.restarts} or more times in {c.restart_window}.",
+                   description="Container {{ $labels.container }} of {{ $labels.namespace }}/{{ $labels.pod }} "
+                               "keeps restarting.",
+                   hint="kubectl logs --previous shows the last crash; TFJob replicas with restartPolicy OnFailure "
+                        "or ExitCode restart until backoffLimit."),
+            # The operator's counter appears at 1 on the first failure, where increase() sees
+            # nothing; the second branch catches a series that did not exist a window ago.
+            _alert("ColocateTFJobFailed",
+                   f"sum by (job_namespace) (increase({failed}[{c.event_window}])) > 0"
+                   f" or sum by (job_namespace) ({failed} unless {failed} offset {c.event_window}) > 0",
+                   "0m",
+                   summary="TFJob failed.",
+                   description="The training-operator marked a TFJob in namespace {{ $labels.job_namespace }} "
+                               f"Failed in the last {c.event_window}.",
+                   hint="kubectl describe tfjob shows which replica failed; its pods are kept (cleanPodPolicy "
+                        "None) for kubectl logs."),
+            _alert("ColocateMixedGPUsIdleWhileTFJobsWait",
+                   f"count by (node) (({idle_gpus} < {c.gpu_idle_percent}) * on (node) group_left () {mixed_nodes})"
+                   f" and on () ({waiting_gpu_pods} > 0)",
+                   c.gpu_idle_for,
+                   summary="Mixed-pool GPUs idle while training pods wait for GPUs.",
+                   description="{{ $value }} GPU(s) on mixed node {{ $labels.node }} averaged under "
+                               f"{c.gpu_idle_percent}% while pods in {c.training_namespace} requesting "
+                               "nvidia.com/gpu are Pending.",
+                   hint="The idle GPU is either allocated to a pod that does not use it, or free while the waiting "
+                        "pod lacks CPU or memory on that node; the Colocation dashboard shows both."),
+            self._target_down("ColocateDCGMExporterDown", c.dcgm_job, "GPU panels and GPU alerts are blind.",
+                              "Check the dcgm-exporter DaemonSet in the monitoring namespace: it must tolerate the "
+                              "online taint and run on every GPU node."),
+            self._target_down("ColocateTrainingOperatorDown", c.training_operator_job,
+                              "TFJob metrics are missing and TFJobs may not be reconciled.",
+                              "Check the training-operator Deployment in kubeflow and its ServiceMonitor "
+                              "(port monitoring-port)."),
+        ]
+
+    def _target_down(self, name: str, job: str, impact: str, hint: str) -> dict[str, Any]:
+        up = sel("up", eq("job", job))
+        return _alert(name, f"{up} == 0 or absent({up})", self.config.target_down_for,
+                      summary=f"Prometheus cannot scrape {job}.",
+                      description=f"Job {job}{{{{ with $labels.instance }}}} target {{{{ . }}}}{{{{ end }}}} has been "
+                                  f"down or absent for {self.config.target_down_for}. {impact}",
+                      hint=hint)
+
+
+
+def _alert(name: str, expr: str, for_: str, *, summary: str, description: str, hint: str,
+           severity: str = "warning") -> dict[str, Any]:
+    return {"alert": name, "expr": expr, "for": for_, "labels": {"severity": severity},
+            "annotations": {"summary": summary, "description": description, "hint": hint}}

@@ -1,0 +1,156 @@
+"""The mixin's one config (kubernetes-mixin's ``_config``): every selector, job name, label name
+and threshold, set once; and the sub-expressions the rules, alerts and dashboards share.
+
+Every metric and label used here is in ``policies/metrics/catalog.yaml`` (the pinned
+exporters). Joins the catalog forces on us:
+
+* node-exporter has no ``node`` label: its target ``namespace``/``pod`` are the exporter pod,
+  which ``kube_pod_info`` places on a node.
+* kube-state-metrics is scraped with ``honorLabels``; ``kube_node_*`` series still carry the
+  KSM pod's ``namespace``/``pod``, so node series are always reduced ``by (node, ...)``.
+* DCGM names the node in ``Hostname`` (the chart sets it from ``spec.nodeName``); it is copied
+  into ``node`` with ``label_replace`` to join with kube-state-metrics.
+* Pools come from ``kube_node_labels{label_colocate_io_pool}``: kube-state-metrics exports it
+  only with ``metricLabelsAllowlist: [nodes=[colocate.io/pool]]`` in the KPS values.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from colocate import promql
+from colocate.model.names import DCGM_EXPORTER_JOB, POOL_LABEL, TF_CONTAINER, TRAINING_OPERATOR_JOB
+
+#: Grafana template variables in panel queries, and values that make them parseable PromQL.
+#: ``$__rate_interval`` follows Grafana: at least four scrape intervals.
+PARSE_VALUES = {"__rate_interval": "5m", "__interval": "1m", "__range": "1h", "datasource": ""}
+
+
+def sanitize_label(key: str) -> str:
+    """kube-state-metrics' ``label_<key>`` name for an allow-listed object label."""
+    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+
+
+def metric_names(expr: str) -> set[str]:
+    """Every metric name a PromQL expression selects, from the parsed AST."""
+    analysis = promql.analyse(expr)
+    if analysis.error:
+        raise ValueError(f"{expr!r}: {analysis.error}")
+    return {s.name for s in analysis.selectors if s.name}
+
+
+def sel(metric: str, *matchers: str) -> str:
+    return metric + "{" + ", ".join(matchers) + "}"
+
+
+def eq(label: str, value: str) -> str:
+    return f'{label}="{value}"'
+
+
+def re_(label: str, value: str) -> str:
+    return f'{label}=~"{value}"'
+
+
+def ne(label: str) -> str:
+    return f'{label}!=""'
+
+
+@dataclass(frozen=True)
+class MixinConfig:
+    """Everything the rules and dashboards select on, each once."""
+
+    #: Namespace TFJobs run in (``cluster.training_namespace``).
+    training_namespace: str
+    #: Pool where online and offline work share nodes (``cluster.mixed_pool``).
+    mixed_pool: str
+    #: PriorityClass of online pods; coloured apart on the pool-share panels.
+    online_priority_class: str
+    #: PriorityClass of offline pods.
+    offline_priority_class: str
+    #: kube-state-metrics as KPS 55.5.1 scrapes it.
+    ksm_selector: str = 'job="kube-state-metrics"'
+    #: node-exporter: KPS sets the job label to ``node-exporter``.
+    node_exporter_selector: str = 'job="node-exporter"'
+    #: cAdvisor through the kubelet ServiceMonitor of KPS (the kubelet job has three paths).
+    cadvisor_selector: str = 'job="kubelet", metrics_path="/metrics/cadvisor"'
+    #: Drops the pod-level cgroup (``container=""``) and dockershim's pause container, which
+    #: would double every per-pod sum.
+    container_filter: str = 'container!="", container!="POD"'
+    #: dcgm-exporter chart 3.3.0: no jobLabel, so job = Service name = fullname; release
+    #: ``dcgm-exporter`` gives ``dcgm-exporter``.
+    dcgm_job: str = DCGM_EXPORTER_JOB
+    #: Our ServiceMonitor on Service ``training-operator`` in kubeflow (job = Service name).
+    training_operator_job: str = TRAINING_OPERATOR_JOB
+    #: The container the training-operator runs TensorFlow in.
+    training_container: str = TF_CONTAINER
+    #: kube-state-metrics label of the ``colocate.io/pool`` node label (needs the allowlist).
+    pool_label: str = sanitize_label(POOL_LABEL)
+    #: Node CPU busy ratio that is too high, and for how long.
+    cpu_high_ratio: float = 0.85
+    cpu_high_for: str = "5m"
+    #: How long a training pod may stay Pending: preempted offline pods are briefly Pending
+    #: by design, so this is long.
+    pending_for: str = "30m"
+    #: GPU utilisation (percent, 5-minute average) below which a GPU counts as idle, and for how long.
+    gpu_idle_percent: int = 10
+    gpu_idle_for: str = "15m"
+    #: Restarts within ``restart_window`` that count as restarting repeatedly.
+    restarts: int = 3
+    restart_window: str = "30m"
+    #: An event alert (OOM kill, failed TFJob) fires for this long after the event.
+    event_window: str = "10m"
+    #: How long a scrape target may be down before alerting.
+    target_down_for: str = "5m"
+
+    @classmethod
+    def from_cluster(cls, cluster: Any) -> "MixinConfig":
+        return cls(training_namespace=cluster.training_namespace, mixed_pool=cluster.mixed_pool,
+                   online_priority_class=cluster.tier("online").name,
+                   offline_priority_class=cluster.tier("offline").name)
+
+
+class Selectors:
+    """The config's selectors and the sub-expressions shared by rules, alerts and dashboards."""
+
+    def __init__(self, config: MixinConfig):
+        self.config = config
+        c = config
+        self._ksm = c.ksm_selector
+        self._ns = f'namespace="{c.training_namespace}"'
+        self._cadvisor = f"{c.cadvisor_selector}, {c.container_filter}"
+        self._dcgm = f'job="{c.dcgm_job}"'
+
+    # -- shared sub-expressions -------------------------------------------------------
+
+    @property
+    def _active_pods(self) -> str:
+        """1 per pod that holds its requests: Succeeded/Failed pods (TFJob cleanPodPolicy None
+        keeps them) still have request series in kube-state-metrics."""
+        phase = sel("kube_pod_status_phase", self._ksm, re_("phase", "Pending|Running"))
+        return f"max by (namespace, pod) ({phase} == 1)"
+
+    def _allocatable(self, resources: str) -> str:
+        alloc = sel("kube_node_status_allocatable", self._ksm, re_("resource", resources))
+        return f"max by (node, resource) ({alloc})"
+
+    @property
+    def _node_pool(self) -> str:
+        """1 per node, with its pool as label ``pool``."""
+        lbl = self.config.pool_label
+        labels = sel("kube_node_labels", self._ksm, ne(lbl))
+        return f'max by (node, pool) (label_replace({labels}, "pool", "$1", "{lbl}", "(.*)"))'
+
+    def _per_gpu(self, inner: str) -> str:
+        """One series per GPU with ``node`` = DCGM's ``Hostname``; ``max`` drops the pod labels,
+        which change whenever the GPU is handed to another pod."""
+        return f'max by (node, gpu, UUID, modelName) (label_replace({inner}, "node", "$1", "Hostname", "(.*)"))'
+
+    @property
+    def node_cpu_utilisation(self) -> str:
+        """Busy CPU share per node from node-exporter, mapped to the node name."""
+        pod_info = sel("kube_pod_info", self._ksm, ne("node"))
+        idle = sel("node_cpu_seconds_total", self.config.node_exporter_selector, eq("mode", "idle"))
+        return (f"1 - avg by (node) (rate({idle}[5m])"
+                f" * on (namespace, pod) group_left (node) topk by (namespace, pod) (1, {pod_info}))")
+

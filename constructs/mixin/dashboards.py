@@ -1,0 +1,169 @@
+"""The Colocation dashboard (grafana-foundation-sdk), and the grid layout its panels use."""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from grafana_foundation_sdk.builders import common as gc
+from grafana_foundation_sdk.builders import dashboard as gd
+from grafana_foundation_sdk.builders import prometheus as gp
+from grafana_foundation_sdk.builders import statetimeline, timeseries
+from grafana_foundation_sdk.models import common as mc
+from grafana_foundation_sdk.models import dashboard as md
+
+from colocate.constructs.mixin.config import Selectors, eq, re_, sel
+
+
+@dataclass(frozen=True)
+class Query:
+    """One panel target."""
+
+    expr: str
+    legend: str
+
+
+class Dashboards(Selectors):
+    @property
+    def dashboards(self) -> list[md.Dashboard]:
+        return [self._colocation_dashboard()]
+
+    def _colocation_dashboard(self) -> md.Dashboard:
+        c, ksm, ns = self.config, self._ksm, self._ns
+        node = re_("node", "$node")
+        layout = _Layout()
+        dashboard = (gd.Dashboard("Colocation").uid(dashboard_uid("Colocation")).tags(["colocate"])
+                     .description("Online inference and offline TensorFlow training sharing nodes.")
+                     .time("now-6h", "now").refresh("1m").timezone("browser")
+                     .with_variable(gd.DatasourceVariable("datasource").label("Data source").type("prometheus"))
+                     .with_variable(_query_variable("pool", "Pool", f"label_values({sel('kube_node_labels', ksm)}, {c.pool_label})",
+                                                    current=c.mixed_pool))
+                     .with_variable(_query_variable("node", "Node", f"label_values({sel('kube_node_labels', ksm, re_(c.pool_label, '$pool'))}, node)",
+                                                    multi=True)))
+
+        dashboard.with_row(layout.row("Nodes of pool $pool"))
+        requests = "node_resource:kube_pod_container_resource_requests:ratio"
+        per_node = _timeseries(layout, "Node $node: requested vs used (share of allocatable)", [
+            Query(sel(requests, eq("resource", "cpu"), node), "CPU requested"),
+            Query(sel("node:container_cpu_usage_seconds:ratio_rate5m", node), "CPU used (containers)"),
+            Query(sel(requests, eq("resource", "memory"), node), "memory requested"),
+            Query(sel("node:container_memory_working_set_bytes:ratio", node), "memory used (working set)"),
+        ], unit="percentunit", width=8,
+            description="Scheduled (requests of Pending/Running pods / allocatable) beside real use (cAdvisor, "
+                        "containers only), for CPU and memory; one panel per selected node.")
+        dashboard.with_panel(per_node.repeat("node").repeat_direction("h"))
+
+        dashboard.with_row(layout.row("GPUs"))
+        gpu_util = (statetimeline.Panel().title("GPU utilisation per device")
+                    .description("DCGM_FI_DEV_GPU_UTIL per GPU: green 0%, red 100%.")
+                    .unit("percent").min(0).max(100)
+                    .color_scheme(gd.FieldColor().mode(md.FieldColorModeId.CONTINUOUS_GR_YL_RD))
+                    .thresholds(gd.ThresholdsConfig().mode(md.ThresholdsMode.ABSOLUTE).steps([
+                        md.Threshold(value=None, color="green"), md.Threshold(value=50, color="yellow"),
+                        md.Threshold(value=90, color="red")]))
+                    .show_value(mc.VisibilityMode.NEVER).merge_values(False).row_height(0.9).fill_opacity(80)
+                    .line_width(0))
+        dashboard.with_panel(layout.add(gpu_util, [
+            Query(sel("node_gpu:dcgm_gpu_utilisation:percent", node), "{{node}} gpu{{gpu}}")], 24, 8))
+        dashboard.with_panel(_timeseries(layout, "GPU memory used", [
+            Query(sel("node_gpu:dcgm_fb_used:bytes", node), "{{node}} gpu{{gpu}}")], unit="bytes",
+            description="DCGM_FI_DEV_FB_USED (reported in MiB) per GPU."))
+
+        dashboard.with_row(layout.row("Training"))
+        phases = sel("kube_pod_status_phase", ksm, ns)
+        tfjob_pods = f'max by (namespace, pod, owner_name) ({sel("kube_pod_owner", ksm, ns, eq("owner_kind", "TFJob"))})'
+        operator = (eq("job", c.training_operator_job), eq("framework", "tensorflow"),
+                    eq("job_namespace", c.training_namespace))
+        tf_cpu = sel("container_cpu_usage_seconds_total", c.cadvisor_selector, ns, eq("container", c.training_container))
+        dashboard.with_panel(_timeseries(layout, "Training pods by phase", [
+            Query(f"sum by (phase) ({phases})", "{{phase}}")], stack=True,
+            description=f"Pods in namespace {c.training_namespace} (kube-state-metrics)."))
+        dashboard.with_panel(_timeseries(layout, "TFJobs by state (from their pods)", [
+            Query(f"count by (phase) (max by (owner_name, phase) (({phases} == 1)"
+                  f" * on (namespace, pod) group_left (owner_name) {tfjob_pods}))", "{{phase}}")], stack=True,
+            description="TFJobs with at least one pod in each phase (pods owned by a TFJob, kube_pod_owner); "
+                        "kube-state-metrics has no TFJob state of its own."))
+        dashboard.with_panel(_timeseries(layout, "TFJob outcomes per hour (training-operator)", [
+            Query(f"sum(increase({sel(f'training_operator_jobs_{event}_total', *operator)}[1h]))", label)
+            for event, label in (("created", "created"), ("successful", "succeeded"), ("failed", "failed"),
+                                 ("restarted", "restarted"))],
+            description="training_operator_jobs_*_total counters, framework tensorflow."))
+        dashboard.with_panel(_timeseries(layout, f"CPU used by {c.training_container} containers", [
+            Query(f"sum by (pod) (rate({tf_cpu}[$__rate_interval]))", "{{pod}}")],
+            description="cAdvisor, filtered to the training container, in cores."))
+
+        dashboard.with_row(layout.row("Offline vs online share of each pool"))
+        for resource, title in (("cpu", "CPU"), ("memory", "Memory")):
+            panel = _timeseries(layout, f"{title} requests by priority class (share of pool allocatable)", [
+                Query(sel("pool_priority_class:kube_pod_container_resource_requests:ratio", eq("resource", resource)),
+                      "{{pool}} {{priority_class}}")], unit="percentunit", stack=True,
+                description="Requests of Pending/Running pods per PriorityClass over the pool's allocatable.")
+            for cls, color in ((c.online_priority_class, "blue"), (c.offline_priority_class, "green")):
+                panel.override_by_regexp(f".* {re.escape(cls)}$", [md.DynamicConfigValue(
+                    id_val="color", value={"mode": "fixed", "fixedColor": color})])
+            dashboard.with_panel(panel)
+        return dashboard.build()
+
+
+
+def dashboard_uid(title: str) -> str:
+    """Stable Grafana uid from the title (Grafana allows 40 characters)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+    return f"colocate-{slug}"[:31] + "-" + hashlib.sha256(title.encode()).hexdigest()[:8]
+
+
+DATASOURCE = md.DataSourceRef(type_val="prometheus", uid="${datasource}")
+
+
+class _Layout:
+    """Panel ids and grid positions: rows and panels left to right, top to bottom (24 columns)."""
+
+    def __init__(self) -> None:
+        self._id = 0
+        self.x = self.y = self.line_h = 0
+
+    def next_id(self) -> int:
+        self._id += 1
+        return self._id
+
+    def _newline(self) -> None:
+        self.x, self.y, self.line_h = 0, self.y + self.line_h, 0
+
+    def row(self, title: str) -> gd.Row:
+        self._newline()
+        row = gd.Row(title).id(self.next_id()).grid_pos(md.GridPos(h=1, w=24, x=0, y=self.y))
+        self.y += 1
+        return row
+
+    def add(self, panel: Any, queries: Iterable[Query], width: int, height: int) -> Any:
+        if self.x + width > 24:
+            self._newline()
+        panel.id(self.next_id()).datasource(DATASOURCE).grid_pos(md.GridPos(h=height, w=width, x=self.x, y=self.y))
+        for ref, q in zip("ABCDEFGHIJ", queries):
+            panel.with_target(gp.Dataquery().expr(q.expr).legend_format(q.legend).ref_id(ref).range())
+        self.x += width
+        self.line_h = max(self.line_h, height)
+        return panel
+
+
+def _timeseries(layout: _Layout, title: str, queries: list[Query], *, unit: str = "short", stack: bool = False,
+                width: int = 12, height: int = 8, description: str = "") -> timeseries.Panel:
+    panel = (timeseries.Panel().title(title).description(description).unit(unit).min(0)
+             .line_width(1).fill_opacity(30 if stack else 10)
+             .legend(gc.VizLegendOptions().show_legend(True).display_mode(mc.LegendDisplayMode.LIST)
+                     .placement(mc.LegendPlacement.BOTTOM)))
+    if stack:
+        panel.stacking(gc.StackingConfig().mode(mc.StackingMode.NORMAL))
+    return layout.add(panel, queries, width, height)
+
+
+def _query_variable(name: str, label: str, query: str, *, current: str | None = None,
+                    multi: bool = False) -> gd.QueryVariable:
+    var = (gd.QueryVariable(name).label(label).datasource(DATASOURCE).query(query)
+           .refresh(md.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(md.VariableSort.ALPHABETICAL_ASC))
+    if current:
+        var.current(md.VariableOption(selected=True, text=current, value=current))
+    if multi:
+        var.multi(True).include_all(True).current(md.VariableOption(selected=True, text="All", value="$__all"))
+    return var
