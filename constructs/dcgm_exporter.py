@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 from colocate.promql import catalog_document
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label, check_labels
-from colocate.model.names import POOL_LABEL
+from colocate.model.scheduling import ImageRef, required_pool_affinity
 from colocate.model.pools import Taint
 from colocate.errors import PropError
 from constructs import Construct
@@ -143,8 +143,7 @@ class DcgmExporter(Construct):
                             "drop the DCGM exporter or add GPUs to a pool")
         if not p.monitor_labels:
             raise PropError(where, "monitor_labels", "is empty; Prometheus would not select the ServiceMonitor")
-        repository, _, tag = p.image.rpartition(":")
-        if not repository or "/" in tag or tag in ("", "latest"):
+        if not ImageRef.parse(p.image).pinned:
             raise PropError(where, "image", f"{p.image!r} must carry a pinned tag")
 
     def values(self) -> dict[str, Any]:
@@ -161,9 +160,7 @@ class DcgmExporter(Construct):
             # when profiling fields are collected; ``add`` is a list, so Helm replaces the
             # chart's default ["SYS_ADMIN"] instead of merging into it.
             "securityContext": {"runAsNonRoot": False, "runAsUser": 0, "capabilities": {"add": capabilities}},
-            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": POOL_LABEL, "operator": "In",
-                                       "values": sorted(pool.name for pool in p.gpu_pools)}]}]}}},
+            "affinity": required_pool_affinity(pool.name for pool in p.gpu_pools),
             "tolerations": [tolerations[k] for k in sorted(tolerations)],
             "resources": {k: dict(v) for k, v in p.resources.items()},
             # honorLabels keeps the exporter's pod/namespace/container (the pod using the GPU)

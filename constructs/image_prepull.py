@@ -18,7 +18,7 @@ from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label
 from colocate.model.names import NAME_LABEL
 from colocate.constructs.node_pool import NodePool
-from colocate.model.names import POOL_LABEL
+from colocate.model.scheduling import ImageRef, required_pool_affinity
 from colocate.errors import PropError
 
 #: Enough for ``sh -c true`` and for pause; limits equal requests (Guaranteed, never evicted
@@ -72,9 +72,7 @@ class ImagePrepull(Construct):
                     "metadata": {"labels": dict(selector)},
                     "spec": {
                         "priorityClassName": p.priority_class,
-                        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                            "nodeSelectorTerms": [{"matchExpressions": [
-                                {"key": POOL_LABEL, "operator": "In", "values": [p.pool.name]}]}]}}},
+                        "affinity": required_pool_affinity([p.pool.name]),
                         **tolerations,
                         "automountServiceAccountToken": False,
                         "enableServiceLinks": False,
@@ -96,7 +94,6 @@ class ImagePrepull(Construct):
         if len(set(p.images)) != len(p.images):
             raise PropError(where, "images", "lists an image twice")
         for i, image in enumerate((*p.images, p.pause_image)):
-            tag = image.rsplit("/", 1)[-1]
-            if ":" not in tag or tag.endswith(":latest"):
+            if not ImageRef.parse(image).pinned:
                 prop = f"images[{i}]" if i < len(p.images) else "pause_image"
                 raise PropError(where, prop, f"{image!r} needs a pinned tag: IfNotPresent never re-pulls a moving tag")

@@ -15,6 +15,7 @@ from colocate.errors import PropError
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label
 from colocate.model.names import NAME_LABEL
+from colocate.model.scheduling import ImageRef
 from colocate.constructs.node_pool import NodePool
 from colocate.model.pools import Resources
 
@@ -109,7 +110,8 @@ class OnlineService(Construct):
         p, where = self.props, f"OnlineService {self.props.name!r}"
         check_dns_label(where, "name", p.name)
         check_dns_label(where, "namespace", p.namespace)
-        if not p.image or "/" not in p.image or p.image.endswith(":latest") or ":" not in p.image.rsplit("/", 1)[-1]:
+        image = ImageRef.parse(p.image or "")
+        if not image.has_registry_path or not image.pinned:
             raise PropError(where, "image", f"{p.image!r} must be a registry path with a pinned tag, "
                             "e.g. harbor.example.com/ml/model-server:1.4.2")
         if not isinstance(p.replicas, int) or p.replicas < 1:

@@ -20,9 +20,10 @@ from colocate import quantity
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label
 from colocate.constructs.node_pool import NodePool
-from colocate.model.names import (GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, POOL_LABEL, REPLICA_TYPE_LABEL, SYNC_OPTIONS,
+from colocate.model.names import (GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, REPLICA_TYPE_LABEL, SYNC_OPTIONS,
                                    TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT, TF_PORT_NAME, TF_ROLES)
 from colocate.model.pools import Resources
+from colocate.model.scheduling import ImageRef, pool_term, required_pool_affinity
 from colocate.errors import PropError
 
 CHECKPOINT_ROOT = "/mnt/checkpoints"
@@ -166,8 +167,7 @@ class TFJob(Construct):
 
     def _affinity(self, role: str, spec: RoleSpec) -> dict:
         pools = self._pools_for(spec)
-        affinity: dict = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [_pool_term(pools)]}}}
+        affinity = required_pool_affinity(pool.name for pool in pools)
         if role == "PS":
             # "CPU-rich": among the pools the job may use, prefer those with the most CPU per
             # node, and put each PS on its own node so no two share one node's spare CPU.
@@ -175,7 +175,7 @@ class TFJob(Construct):
             rich = [pool for pool in pools if pool.allocatable.cpu_milli == richest]
             if len(rich) < len(pools):
                 affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [
-                    {"weight": 100, "preference": _pool_term(rich)}]
+                    {"weight": 100, "preference": pool_term(pool.name for pool in rich)}]
             affinity["podAntiAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [{
                 "weight": 100,
                 "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {
@@ -194,8 +194,8 @@ class TFJob(Construct):
         p, where = self.props, self._where
         check_dns_label(where, "name", p.name)
         check_dns_label(where, "namespace", p.namespace)
-        image_tag = p.image.rsplit("/", 1)[-1] if p.image else ""
-        if "/" not in p.image or ":" not in image_tag or image_tag.endswith(":latest"):
+        image = ImageRef.parse(p.image or "")
+        if not image.has_registry_path or not image.pinned:
             raise PropError(where, "image", f"{p.image!r} must be a registry path with a pinned tag, "
                             "e.g. harbor.example.com/ml/tf-mnist:2.11.0")
         if not p.pools:
@@ -275,7 +275,3 @@ class TFJob(Construct):
 def _need(spec: RoleSpec) -> Resources:
     """What one replica needs from a node: its requests (limits for GPUs)."""
     return Resources(quantity.millicores(spec.cpu), quantity.to_bytes(spec.memory), spec.gpus)
-
-
-def _pool_term(pools: Sequence[NodePool]) -> dict:
-    return {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": sorted(p.name for p in pools)}]}

@@ -8,7 +8,7 @@ import yaml
 
 from colocate import ROOT, app, checker, config as config_mod, kubeconform
 from colocate.constructs import kube_prometheus_stack as kps
-from colocate.policies.checks.monitoring_stack import matches
+from colocate.model.scheduling import selector_matches as matches
 
 DIST = ROOT / "dist"
 

@@ -1,27 +1,13 @@
 """Checks that join our monitoring objects with the kube-prometheus-stack Application's values."""
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import Iterator
 
 from colocate.checker import Index, Rule, Violation
 from colocate.constructs import kube_prometheus_stack as kps
 from colocate.manifests import Doc
 from colocate.model.names import KPS_CHART
-
-
-def matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """A Kubernetes LabelSelector against labels (matchLabels and matchExpressions)."""
-    if selector is None:
-        return False
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        ok = {"In": labels.get(key) in values, "NotIn": labels.get(key) not in values,
-              "Exists": key in labels, "DoesNotExist": key not in labels}.get(op, False)
-        if not ok:
-            return False
-    return True
+from colocate.model.scheduling import selector_matches
 
 
 def _stack_applications(index: Index) -> list[tuple[str, str, dict]]:
@@ -59,8 +45,8 @@ def monitors_selected(index: Index, rule: Rule) -> Iterator[Violation]:
 def _selected(doc: Doc, kind: str, stack: tuple[str, str, dict], namespaces: dict[str, dict]) -> bool:
     release, home, spec = stack
     selector, ns_selector = kps.rendered_selector(spec, kind, release)
-    if not matches(selector, doc.metadata.get("labels") or {}):
+    if not selector_matches(selector, doc.metadata.get("labels") or {}):
         return False
     if ns_selector is None:
         return doc.namespace == home
-    return matches(ns_selector, namespaces.get(doc.namespace, {"kubernetes.io/metadata.name": doc.namespace}))
+    return selector_matches(ns_selector, namespaces.get(doc.namespace, {"kubernetes.io/metadata.name": doc.namespace}))

@@ -12,6 +12,7 @@ from colocate.checker import Index, Rule, Violation
 from colocate.model.names import (GPU, JOB_NAME_LABEL, JOB_ROLE_LABEL, OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL,
                                    REPLICA_TYPE_LABEL, TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER)
 from colocate.manifests import PodSpec, containers
+from colocate.model.scheduling import selector_matches
 
 #: The one replica type that does not checkpoint (the chief saves the variables it serves).
 PS_ROLE = "PS"
@@ -83,22 +84,6 @@ def _pod_label_sets(pod: PodSpec) -> Iterator[dict]:
         if pod.role in CHIEF_ROLES or (not has_chief and pod.role == "Worker" and i == 0):
             labels[JOB_ROLE_LABEL] = "master"
         yield labels
-
-
-def selector_matches(selector: dict, labels: dict) -> bool:
-    """metav1.LabelSelector semantics: every matchLabels pair and every expression holds, so
-    ``{}`` selects every pod; NotIn and DoesNotExist hold when the key is absent."""
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for expr in selector.get("matchExpressions") or []:
-        key, values = expr.get("key"), expr.get("values") or []
-        present = key in labels
-        holds = {"In": present and labels.get(key) in values,
-                 "NotIn": not present or labels.get(key) not in values,
-                 "Exists": present, "DoesNotExist": not present}.get(expr.get("operator"), False)
-        if not holds:
-            return False
-    return True
 
 
 def offline_pdb(index: Index, rule: Rule) -> Iterator[Violation]:

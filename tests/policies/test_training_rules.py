@@ -8,7 +8,8 @@ import pytest
 
 from colocate import checker, manifests
 from colocate.manifests import Doc
-from colocate.policies.checks.training import _pod_label_sets, selector_matches
+from colocate.model.scheduling import selector_matches
+from colocate.policies.checks.training import _pod_label_sets
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CONTAINERS = "spec.tfReplicaSpecs.Worker.template.spec.containers"

@@ -1,0 +1,46 @@
+"""The shared placement and image helpers behave as the API server and the runtime do."""
+from __future__ import annotations
+
+import pytest
+
+from colocate.model.names import POOL_LABEL
+from colocate.model.scheduling import ImageRef, pool_term, required_pool_affinity, selector_matches
+
+
+@pytest.mark.parametrize("image, registry, repository, tag, digest, pinned, mirror_path", [
+    ("harbor.example.com/ml/tf-mnist:2.11.0", "harbor.example.com", "ml/tf-mnist", "2.11.0", "", True, True),
+    ("harbor.example.com:5000/ml/tf:2.11", "harbor.example.com:5000", "ml/tf", "2.11", "", True, True),
+    ("harbor.example.com:5000/ml/tf", "harbor.example.com:5000", "ml/tf", "", "", False, True),
+    ("ml/tf:latest", "", "ml/tf", "latest", "", False, True),
+    ("busybox", "", "busybox", "", "", False, False),
+    ("busybox:1.36", "", "busybox", "1.36", "", True, False),
+    ("registry.k8s.io/pause@sha256:abc", "registry.k8s.io", "pause", "", "sha256:abc", True, True),
+    ("localhost/x:1", "localhost", "x", "1", "", True, True),
+])
+def test_image_references_split_like_the_runtime(image, registry, repository, tag, digest, pinned, mirror_path):
+    ref = ImageRef.parse(image)
+    assert (ref.registry, ref.repository, ref.tag, ref.digest) == (registry, repository, tag, digest)
+    assert ref.pinned is pinned
+    assert ref.has_registry_path is mirror_path
+
+
+def test_pool_term_lists_the_pools_sorted_under_the_pool_label():
+    assert pool_term(["mixed", "online"]) == {"matchExpressions": [
+        {"key": POOL_LABEL, "operator": "In", "values": ["mixed", "online"]}]}
+    assert required_pool_affinity(["online", "mixed"])["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
+        "nodeSelectorTerms": [pool_term(["mixed", "online"])]}
+
+
+@pytest.mark.parametrize("selector, matches", [
+    ({}, True),
+    (None, False),
+    ({"matchLabels": {"app": "a"}}, True),
+    ({"matchLabels": {"app": "b"}}, False),
+    ({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["x"]}]}, True),
+    ({"matchExpressions": [{"key": "app", "operator": "In", "values": ["a", "b"]}]}, True),
+    ({"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]}, False),
+    ({"matchExpressions": [{"key": "tier", "operator": "Exists"}]}, False),
+    ({"matchExpressions": [{"key": "app", "operator": "Gt", "values": ["1"]}]}, False),
+])
+def test_label_selectors_match_as_the_api_server_evaluates_them(selector, matches):
+    assert selector_matches(selector, {"app": "a"}) is matches
