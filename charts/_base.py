@@ -1,12 +1,35 @@
 """ColocateChart: a cdk8s Chart that is one folder of dist/."""
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 from cdk8s import Chart
 from constructs import Construct
 
+from colocate.config import Config
+from colocate.constructs.argocd_application import git_directory
 from colocate.model.names import COMPONENT_LABEL, MANAGED_BY_LABEL, PART_OF, PART_OF_LABEL
+
+
+@dataclass(frozen=True)
+class AppSpec:
+    """One row of the Application table: what a chart asks Argo CD to sync, and when."""
+
+    #: Construct id in the argocd folder.
+    id: str
+    #: Application name.
+    name: str
+    #: ``spec.source``.
+    source: Mapping[str, Any]
+    #: Sync wave among the Applications (lower first).
+    wave: int
+    #: ``spec.syncPolicy.syncOptions``.
+    sync_options: Sequence[str]
+    #: Default namespace for namespaced objects without one. Default: none.
+    destination_namespace: str | None = None
+    #: Cascade deletion of the Application to its objects. Default True.
+    cascade_delete: bool = True
 
 
 
@@ -35,3 +58,15 @@ class ColocateChart(Chart):
     @property
     def is_app(self) -> bool:
         return self.folder.startswith("apps/")
+
+    @property
+    def app_name(self) -> str:
+        """Name of the Application that syncs this chart's folder."""
+        return f"{PART_OF}-{self.node.id}"
+
+    def applications(self, config: Config) -> list[AppSpec]:
+        """The Applications this chart needs: its own folder, at its wave. Charts that also
+        install upstream software (a Helm chart, a kustomize overlay) add rows for it."""
+        g = config.gitops
+        return [AppSpec(self.node.id, self.app_name, git_directory(g.repo_url, g.target_revision, f"dist/{self.folder}"),
+                        self.sync_wave, tuple(self.sync_options))]

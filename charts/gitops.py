@@ -1,4 +1,8 @@
-"""Argo CD app-of-apps: a root Application whose folder holds one Application per app chart."""
+"""Argo CD app-of-apps: a root Application whose folder holds one Application per table row.
+
+Every Application is built here, by :func:`application`, from the rows the charts declare
+(``ColocateChart.applications``); each row carries its own sync wave.
+"""
 from __future__ import annotations
 
 from typing import Sequence
@@ -6,14 +10,19 @@ from typing import Sequence
 from constructs import Construct
 
 from colocate.config import Config
-from colocate.charts._base import ColocateChart
+from colocate.charts._base import AppSpec, ColocateChart
 from colocate.constructs.argocd_application import ApplicationProps, ArgoApplication, git_directory
 
 ROOT_APP = "colocate-root"
 
 
-def app_name(chart: ColocateChart) -> str:
-    return f"colocate-{chart.node.id}"
+def application(scope: Construct, config: Config, spec: AppSpec) -> ArgoApplication:
+    g = config.gitops
+    return ArgoApplication(scope, spec.id, ApplicationProps(
+        name=spec.name, namespace=g.argocd_namespace, project=g.project, source=spec.source,
+        destination_server=g.destination_server, destination_namespace=spec.destination_namespace,
+        sync_wave=spec.wave, sync_options=tuple(spec.sync_options), cascade_delete=spec.cascade_delete,
+    ))
 
 
 class ApplicationsChart(ColocateChart):
@@ -21,14 +30,9 @@ class ApplicationsChart(ColocateChart):
 
     def __init__(self, scope: Construct, config: Config, charts: Sequence[ColocateChart]):
         super().__init__(scope, "argocd", folder="apps/argocd")
-        g = config.gitops
         for chart in charts:
-            ArgoApplication(self, chart.node.id, ApplicationProps(
-                name=app_name(chart), namespace=g.argocd_namespace, project=g.project,
-                source=git_directory(g.repo_url, g.target_revision, f"dist/{chart.folder}"),
-                destination_server=g.destination_server, sync_wave=chart.sync_wave,
-                sync_options=tuple(chart.sync_options),
-            ))
+            for spec in chart.applications(config):
+                application(self, config, spec)
 
 
 class BootstrapChart(ColocateChart):
@@ -37,10 +41,9 @@ class BootstrapChart(ColocateChart):
     def __init__(self, scope: Construct, config: Config, applications: ApplicationsChart):
         super().__init__(scope, "bootstrap", folder="bootstrap")
         g = config.gitops
-        ArgoApplication(self, "root", ApplicationProps(
-            name=ROOT_APP, namespace=g.argocd_namespace, project=g.project,
-            source=git_directory(g.repo_url, g.target_revision, f"dist/{applications.folder}"),
-            destination_server=g.destination_server,
+        application(self, config, AppSpec(
+            "root", ROOT_APP, git_directory(g.repo_url, g.target_revision, f"dist/{applications.folder}"), wave=0,
+            sync_options=(),
             # Deleting the root must not cascade into deleting the whole cluster.
             cascade_delete=False,
         ))

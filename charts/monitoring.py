@@ -14,9 +14,9 @@ from constructs import Construct
 
 from colocate.model.cluster import Cluster
 from colocate.config import Config
-from colocate.charts._base import ColocateChart
+from colocate.charts._base import AppSpec, ColocateChart
 from colocate.constructs import dcgm_exporter as dcgm, kube_prometheus_stack as kps
-from colocate.constructs.argocd_application import ApplicationProps, ArgoApplication, helm_chart
+from colocate.constructs.argocd_application import helm_chart
 from colocate.constructs.node_pool import NodePool
 from colocate.model.names import KPS_CHART
 
@@ -53,45 +53,41 @@ def stack(cluster: Cluster, config: Config, pools: dict[str, NodePool]) -> kps.K
 
 
 class MonitoringChart(ColocateChart):
-    """``apps/monitoring``: the DCGM counters ConfigMap. The Helm Applications come from
-    ``helm_applications``; this folder syncs with kube-prometheus-stack, before the exporter."""
+    """``apps/monitoring``: the DCGM counters ConfigMap. The Helm Applications are rows of
+    its ``applications``; this folder syncs with kube-prometheus-stack, before the exporter."""
 
     sync_wave = KPS_SYNC_WAVE
 
     def __init__(self, scope: Construct, cluster: Cluster, config: Config, pools: dict[str, NodePool],
                  dcgm_used_fields: Sequence[str]):
         super().__init__(scope, "monitoring", folder="apps/monitoring")
+        self.cluster = cluster
         self.stack = stack(cluster, config, pools)
         self.dcgm = dcgm.DcgmExporter(self, "dcgm-exporter", dcgm.DcgmExporterProps(
             namespace=cluster.monitoring_namespace, gpu_pools=gpu_pools(pools), used_fields=tuple(dcgm_used_fields),
             monitor_labels=cluster.monitor_labels, image=config.image(dcgm.IMAGE),
         ))
 
+    def applications(self, config: Config) -> list[AppSpec]:
+        """This folder, plus kube-prometheus-stack and the DCGM exporter as Helm Applications.
 
-def helm_applications(scope: Construct, config: Config, cluster: Cluster, chart: MonitoringChart) -> None:
-    """The two Helm-sourced Applications, added to the ``apps/argocd`` folder (``scope``).
-
-    Each Application is named like its Helm release: before Argo CD 3.0 the tracking label
-    ``app.kubernetes.io/instance`` overwrites the chart's own and breaks its selectors otherwise.
-    """
-    g, m = config.gitops, config.monitoring
-    common = dict(namespace=g.argocd_namespace, project=g.project, destination_server=g.destination_server,
-                  destination_namespace=cluster.monitoring_namespace)
-    release = cluster.prometheus_release
-    ArgoApplication(scope, release, ApplicationProps(
-        name=release, **common, sync_wave=KPS_SYNC_WAVE,
-        source=helm_chart(m.prometheus_chart_repo_url, KPS_CHART, chart.stack.props.chart_version, release,
-                          chart.stack.values()),
-        # The prometheuses CRD is 345,787 bytes of JSON, over the 262,144-byte last-applied
-        # annotation client-side apply writes (FACTS.md section 6).
-        sync_options=("ServerSideApply=true", "ApplyOutOfSyncOnly=true", "PruneLast=true"),
-        # Deleting the Application must not delete the CRDs, and with them every
-        # ServiceMonitor and PrometheusRule in the cluster.
-        cascade_delete=False,
-    ))
-    exporter = chart.dcgm.props.release
-    ArgoApplication(scope, exporter, ApplicationProps(
-        name=exporter, **common, sync_wave=DCGM_SYNC_WAVE,
-        source=helm_chart(m.dcgm_chart_repo_url, dcgm.CHART, dcgm.CHART_VERSION, exporter, chart.dcgm.values()),
-        sync_options=("PruneLast=true",),
-    ))
+        Each Helm Application is named like its release: before Argo CD 3.0 the tracking label
+        ``app.kubernetes.io/instance`` overwrites the chart's own and breaks its selectors otherwise.
+        """
+        m, ns = config.monitoring, self.cluster.monitoring_namespace
+        release, exporter = self.cluster.prometheus_release, self.dcgm.props.release
+        return [
+            *super().applications(config),
+            AppSpec(release, release, helm_chart(m.prometheus_chart_repo_url, KPS_CHART, self.stack.props.chart_version,
+                                                 release, self.stack.values()),
+                    wave=KPS_SYNC_WAVE, destination_namespace=ns,
+                    # The prometheuses CRD is 345,787 bytes of JSON, over the 262,144-byte last-applied
+                    # annotation client-side apply writes (FACTS.md section 6).
+                    sync_options=("ServerSideApply=true", "ApplyOutOfSyncOnly=true", "PruneLast=true"),
+                    # Deleting the Application must not delete the CRDs, and with them every
+                    # ServiceMonitor and PrometheusRule in the cluster.
+                    cascade_delete=False),
+            AppSpec(exporter, exporter, helm_chart(m.dcgm_chart_repo_url, dcgm.CHART, dcgm.CHART_VERSION, exporter,
+                                                   self.dcgm.values()),
+                    wave=DCGM_SYNC_WAVE, destination_namespace=ns, sync_options=("PruneLast=true",)),
+        ]

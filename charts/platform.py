@@ -6,8 +6,7 @@ from constructs import Construct
 from colocate.model.cluster import Cluster
 from colocate.config import Config
 from colocate.charts._base import ColocateChart
-from colocate.constructs._k8s import emit
-from colocate.model.names import KEEP_ON_PRUNE, SYNC_OPTIONS
+from colocate.constructs.namespace import Namespace, NamespaceProps
 from colocate.constructs.node_pool import NodePool
 from colocate.constructs.priority_tiers import PriorityTiers
 from colocate.constructs.prometheus_rbac import PrometheusKubeletAccess
@@ -15,7 +14,6 @@ from colocate.constructs.tenant_namespace import LimitRangeProps, TenantNamespac
 from colocate import quantity
 
 #: Removing a namespace from git must never delete everything in it.
-_KEEP_ON_PRUNE = {SYNC_OPTIONS: KEEP_ON_PRUNE}
 
 
 def pool_quota(pool: NodePool, *, limits_memory: bool) -> dict[str, str]:
@@ -53,7 +51,7 @@ class PlatformChart(ColocateChart):
             limit_range=LimitRangeProps(default_request={"cpu": "1", "memory": "2Gi"},
                                         default_limit={"cpu": "2", "memory": "2Gi"},
                                         max=node_ceiling(mixed)),
-            ingress_from_namespaces=(cluster.monitoring_namespace,), annotations=_KEEP_ON_PRUNE,
+            ingress_from_namespaces=(cluster.monitoring_namespace,),
         ))
         self.online = TenantNamespace(self, "online", TenantNamespaceProps(
             name=cluster.online_namespace, tier="online", registry_cidrs=config.registry_cidrs,
@@ -63,15 +61,11 @@ class PlatformChart(ColocateChart):
                                         default_limit={"cpu": "1", "memory": "2Gi"},
                                         max=node_ceiling(online)),
             ingress_from_namespaces=(cluster.monitoring_namespace,),
-            ingress_ports_from_anywhere=tuple(s.port for s in cluster.online_services), annotations=_KEEP_ON_PRUNE,
+            ingress_ports_from_anywhere=tuple(s.port for s in cluster.online_services),
         ))
         # Node exporter (host network, host PID) and the DCGM exporter (SYS_ADMIN) need the
         # privileged level; the operator's pods pass baseline.
         for name, level in ((cluster.monitoring_namespace, "privileged"), (cluster.kubeflow_namespace, "baseline")):
-            emit(self, f"namespace-{name}", {
-                "apiVersion": "v1", "kind": "Namespace",
-                "metadata": {"name": name, "annotations": dict(_KEEP_ON_PRUNE),
-                             "labels": {"pod-security.kubernetes.io/enforce": level}},
-            })
+            Namespace(self, f"namespace-{name}", NamespaceProps(name=name, enforce=level))
         PrometheusKubeletAccess(self, "prometheus-kubelet", service_account=cluster.prometheus_service_account,
                                 namespace=cluster.monitoring_namespace)

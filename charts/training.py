@@ -10,7 +10,7 @@ from colocate.model.cluster import Cluster
 from colocate.config import Config
 from colocate.charts._base import ColocateChart
 from colocate.constructs._k8s import emit
-from colocate.model.names import KEEP_ON_PRUNE, SYNC_OPTIONS
+from colocate.constructs.namespace import Namespace, NamespaceProps
 from colocate.constructs.image_prepull import ImagePrepull, ImagePrepullProps
 from colocate.constructs.node_pool import NodePool
 from colocate.constructs.tfjob import RoleSpec, TFJob, TFJobProps
@@ -50,11 +50,7 @@ class TrainingChart(ColocateChart):
         ns = cluster.prepull_namespace
         # Its own namespace: the pods run at the background tier, below the offline tier the
         # training namespace requires, and need no network at all (the kubelet pulls images).
-        emit(self, "prepull-namespace", {
-            "apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": ns, "annotations": {SYNC_OPTIONS: KEEP_ON_PRUNE},
-                         "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
-        })
+        Namespace(self, "prepull-namespace", NamespaceProps(name=ns, enforce="restricted"))
         emit(self, "prepull-deny", {
             "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
             "metadata": {"name": "default-deny", "namespace": ns},

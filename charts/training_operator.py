@@ -2,7 +2,7 @@
 
 The operator (CRDs, RBAC, Deployment, Service) is taken from the upstream kustomize overlay
 ``manifests/overlays/standalone`` at the pinned tag, by its own Argo CD Application
-(``upstream_application``); re-modelling ~1 MB of generated CRDs would only let them drift.
+(``TrainingOperatorChart.applications``); re-modelling ~1 MB of generated CRDs would only let them drift.
 This chart (``apps/training-operator``) holds what we add: the ServiceMonitor that has
 kube-prometheus-stack scrape the operator's ``/metrics``.
 """
@@ -12,10 +12,9 @@ from constructs import Construct
 
 from colocate.model.cluster import Cluster
 from colocate.config import Config
-from colocate.charts._base import ColocateChart
-from colocate.constructs._k8s import emit
-from colocate.constructs.argocd_application import ApplicationProps, ArgoApplication
-from colocate.model.names import SYNC_OPTIONS
+from colocate.charts._base import AppSpec, ColocateChart
+from colocate.constructs.service_monitor import ServiceMonitor, ServiceMonitorProps
+from colocate.model.names import TRAINING_OPERATOR_JOB
 from colocate.errors import InputError
 
 #: Upstream image and tag each release's standalone overlay pins
@@ -40,44 +39,6 @@ SYNC_WAVE = -5
 OPERATOR_PRIORITY_CLASS = "system-cluster-critical"
 
 
-def upstream_application(scope: Construct, config: Config, cluster: Cluster) -> ArgoApplication:
-    """The Application that installs the pinned upstream operator (add it to the argocd folder)."""
-    version = config.training_operator_version
-    tag = OPERATOR_TAGS.get(version)
-    if tag is None:
-        raise InputError("colocate.yaml", "$.trainingOperator.version", f"{version!r} has no known operator "
-                         f"image tag; add it to OPERATOR_TAGS in charts/training_operator.py from "
-                         f"{OVERLAY}/kustomization.yaml@{version} (known: {', '.join(sorted(OPERATOR_TAGS))})")
-    g = config.gitops
-    delete_namespace = (f"$patch: delete\napiVersion: v1\nkind: Namespace\n"
-                        f"metadata:\n  name: {UPSTREAM_NAMESPACE}\n")
-    operator_priority = (f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {OPERATOR_DEPLOYMENT}\n"
-                         f"spec:\n  template:\n    spec:\n      priorityClassName: {OPERATOR_PRIORITY_CLASS}\n")
-    return ArgoApplication(scope, "training-operator-upstream", ApplicationProps(
-        name="colocate-training-operator-upstream", namespace=g.argocd_namespace, project=g.project,
-        source={
-            "repoURL": config.training_operator_repo_url,
-            "targetRevision": version,
-            "path": OVERLAY,
-            "kustomize": {
-                "namespace": cluster.kubeflow_namespace,
-                "images": [f"{OPERATOR_IMAGE}={config.image(f'{OPERATOR_IMAGE}:{tag}')}"],
-                "patches": [
-                    {"target": {"kind": "Namespace", "name": UPSTREAM_NAMESPACE}, "patch": delete_namespace},
-                    {"target": {"kind": "Deployment", "name": OPERATOR_DEPLOYMENT}, "patch": operator_priority},
-                ],
-            },
-        },
-        destination_server=g.destination_server, destination_namespace=cluster.kubeflow_namespace,
-        sync_wave=SYNC_WAVE,
-        # The CRDs are ~230-250 KB of JSON, too close to the 262144-byte last-applied
-        # annotation of client-side apply (FACTS 5).
-        sync_options=("ServerSideApply=true", "PruneLast=true"),
-        # Deleting this Application must not cascade: removing the CRDs deletes every TFJob.
-        cascade_delete=False,
-    ))
-
-
 class TrainingOperatorChart(ColocateChart):
     """``apps/training-operator``: the operator's ServiceMonitor."""
 
@@ -85,15 +46,49 @@ class TrainingOperatorChart(ColocateChart):
 
     def __init__(self, scope: Construct, cluster: Cluster):
         super().__init__(scope, "training-operator", folder="apps/training-operator")
+        self.cluster = cluster
         ns = cluster.kubeflow_namespace
-        emit(self, "servicemonitor", {
-            "apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
-            "metadata": {"name": "training-operator", "namespace": ns, "labels": dict(cluster.monitor_labels),
-                         # The ServiceMonitor CRD comes from the monitoring Application.
-                         "annotations": {SYNC_OPTIONS: "SkipDryRunOnMissingResource=true"}},
-            "spec": {
-                "selector": {"matchLabels": dict(SERVICE_LABELS)},
-                "namespaceSelector": {"matchNames": [ns]},
-                "endpoints": [{"port": METRICS_PORT, "path": "/metrics", "interval": "30s"}],
+        # The ServiceMonitor CRD comes from the monitoring Application (dry run skips it).
+        ServiceMonitor(self, "servicemonitor", ServiceMonitorProps(
+            name=TRAINING_OPERATOR_JOB, namespace=ns, service_labels=SERVICE_LABELS, port=METRICS_PORT,
+            monitor_labels=cluster.monitor_labels))
+
+    def applications(self, config: Config) -> list[AppSpec]:
+        return [*super().applications(config), self._upstream(config)]
+
+    def _upstream(self, config: Config) -> AppSpec:
+        """The Application that installs the pinned upstream operator."""
+        cluster = self.cluster
+        version = config.training_operator_version
+        tag = OPERATOR_TAGS.get(version)
+        if tag is None:
+            raise InputError("colocate.yaml", "$.trainingOperator.version", f"{version!r} has no known operator "
+                             f"image tag; add it to OPERATOR_TAGS in charts/training_operator.py from "
+                             f"{OVERLAY}/kustomization.yaml@{version} (known: {', '.join(sorted(OPERATOR_TAGS))})")
+        delete_namespace = (f"$patch: delete\napiVersion: v1\nkind: Namespace\n"
+                            f"metadata:\n  name: {UPSTREAM_NAMESPACE}\n")
+        operator_priority = (f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {OPERATOR_DEPLOYMENT}\n"
+                             f"spec:\n  template:\n    spec:\n      priorityClassName: {OPERATOR_PRIORITY_CLASS}\n")
+        return AppSpec(
+            "training-operator-upstream", f"{self.app_name}-upstream",
+            source={
+                "repoURL": config.training_operator_repo_url,
+                "targetRevision": version,
+                "path": OVERLAY,
+                "kustomize": {
+                    "namespace": cluster.kubeflow_namespace,
+                    "images": [f"{OPERATOR_IMAGE}={config.image(f'{OPERATOR_IMAGE}:{tag}')}"],
+                    "patches": [
+                        {"target": {"kind": "Namespace", "name": UPSTREAM_NAMESPACE}, "patch": delete_namespace},
+                        {"target": {"kind": "Deployment", "name": OPERATOR_DEPLOYMENT}, "patch": operator_priority},
+                    ],
+                },
             },
-        })
+            destination_namespace=cluster.kubeflow_namespace,
+            wave=SYNC_WAVE,
+            # The CRDs are ~230-250 KB of JSON, too close to the 262144-byte last-applied
+            # annotation of client-side apply (FACTS 5).
+            sync_options=("ServerSideApply=true", "PruneLast=true"),
+            # Deleting this Application must not cascade: removing the CRDs deletes every TFJob.
+            cascade_delete=False,
+        )

@@ -9,14 +9,14 @@ from cdk8s import App
 from colocate import ROOT, config as config_mod, jobs as jobs_mod, render
 from colocate.model import cluster as cluster_mod
 from colocate.charts._base import ColocateChart
-from colocate.charts.gitops import ApplicationsChart, BootstrapChart, app_name
-from colocate.charts.monitoring import MonitoringChart, helm_applications
+from colocate.charts.gitops import ROOT_APP, ApplicationsChart, BootstrapChart
+from colocate.charts.monitoring import MonitoringChart
 from colocate.charts.nodes import NodePoolChart
 from colocate.charts.observability import ObservabilityChart
 from colocate.charts.online import OnlineChart
 from colocate.charts.platform import PlatformChart
 from colocate.charts.training import TrainingChart
-from colocate.charts.training_operator import TrainingOperatorChart, upstream_application
+from colocate.charts.training_operator import TrainingOperatorChart
 
 DIST = ROOT / "dist"
 
@@ -38,18 +38,16 @@ def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster 
     app = App()
     node_charts = [NodePoolChart(app, props) for props in cluster.pools]
     pools = {c.pool.name: c.pool for c in node_charts}
-    # One chart per Argo CD Application; each sets its own sync wave.
+    # The Application table: each chart declares its Applications and their sync waves.
     app_charts: list[ColocateChart] = [
         PlatformChart(app, cluster, config, pools),
         OnlineChart(app, cluster, pools),
         TrainingOperatorChart(app, cluster),
         TrainingChart(app, cluster, config, pools, jobs),
         observability := ObservabilityChart(app, cluster),
-        monitoring := MonitoringChart(app, cluster, config, pools, dcgm_used_fields=observability.mixin.dcgm_fields()),
+        MonitoringChart(app, cluster, config, pools, dcgm_used_fields=observability.mixin.dcgm_fields()),
     ]
     applications = ApplicationsChart(app, config, app_charts)
-    upstream_application(applications, config, cluster)
-    helm_applications(applications, config, cluster, monitoring)
     bootstrap = BootstrapChart(app, config, applications)
     return Built(app, [*node_charts, *app_charts, applications, bootstrap], config, cluster)
 
@@ -64,8 +62,8 @@ def manifests(built: Built) -> list[render.Manifest]:
 
 def render_files(built: Built) -> dict[str, str]:
     items = manifests(built)
-    apps = {c.folder: app_name(c) for c in built.charts if c.is_app}
-    apps[next(c.folder for c in built.charts if isinstance(c, ApplicationsChart))] = "colocate-root"
+    apps = {c.folder: c.app_name for c in built.charts if c.is_app}
+    apps[next(c.folder for c in built.charts if isinstance(c, ApplicationsChart))] = ROOT_APP
     doc = render.index(items, built.config.release, built.config.kubernetes_version, apps)
     return render.render(items, doc)
 

@@ -14,10 +14,10 @@ from constructs import Construct
 from colocate import quantity
 from colocate.errors import PropError
 from colocate.constructs._k8s import emit
+from colocate.constructs.namespace import PSA_LEVELS, Namespace, NamespaceProps
 from colocate.model.validate import check_dns_label
 from colocate.model.names import TIER_LABEL
 
-_PSA_LEVELS = ("privileged", "baseline", "restricted")
 _QUANTITY_KIND = {"cpu": "cpu", "memory": "memory"}
 
 
@@ -61,8 +61,6 @@ class TenantNamespaceProps:
     ingress_from_namespaces: Sequence[str] = ()
     #: TCP ports open to any source (a service's public port). Default: none.
     ingress_ports_from_anywhere: Sequence[int] = ()
-    #: Annotations on the Namespace, e.g. Argo CD sync options. Default: none.
-    annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 class TenantNamespace(Construct):
@@ -73,16 +71,8 @@ class TenantNamespace(Construct):
         self.props = props
         self._validate()
         ns = props.name
-        emit(self, "namespace", {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": ns, **({"annotations": dict(props.annotations)} if props.annotations else {}), "labels": {
-                TIER_LABEL: props.tier,
-                "pod-security.kubernetes.io/enforce": props.pod_security,
-                "pod-security.kubernetes.io/warn": "restricted",
-                "pod-security.kubernetes.io/audit": "restricted",
-            }},
-        })
+        Namespace(self, "namespace", NamespaceProps(name=ns, enforce=props.pod_security, warn_and_audit="restricted",
+                                                    labels={TIER_LABEL: props.tier}))
         if props.quota:
             emit(self, "quota", {
                 "apiVersion": "v1", "kind": "ResourceQuota",
@@ -116,8 +106,8 @@ class TenantNamespace(Construct):
         check_dns_label(where, "name", p.name)
         if p.tier not in ("online", "offline"):
             raise PropError(where, "tier", f"{p.tier!r} must be 'online' or 'offline'")
-        if p.pod_security not in _PSA_LEVELS:
-            raise PropError(where, "pod_security", f"{p.pod_security!r} must be one of {', '.join(_PSA_LEVELS)}")
+        if p.pod_security not in PSA_LEVELS:
+            raise PropError(where, "pod_security", f"{p.pod_security!r} must be one of {', '.join(PSA_LEVELS)}")
         if not p.registry_cidrs:
             raise PropError(where, "registry_cidrs", "is empty: pods could not reach the image registry")
         for i, cidr in enumerate(p.registry_cidrs):

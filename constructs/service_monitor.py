@@ -1,0 +1,66 @@
+"""ServiceMonitor: how the Prometheus operator scrapes a Service (monitoring.coreos.com/v1)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from constructs import Construct
+
+from colocate.constructs._k8s import emit
+from colocate.errors import PropError
+from colocate.model.names import SYNC_OPTIONS
+from colocate.model.validate import check_dns_label, check_labels
+
+
+@dataclass(frozen=True)
+class ServiceMonitorProps:
+    """Props of a ServiceMonitor."""
+
+    #: ServiceMonitor name; Prometheus names the scrape job after the Service, not this.
+    name: str
+    #: Namespace of the ServiceMonitor and of the Service it scrapes.
+    namespace: str
+    #: Labels of the Service to scrape. Required (an empty selector scrapes every Service).
+    service_labels: Mapping[str, str]
+    #: Named Service port to scrape.
+    port: str
+    #: Labels Prometheus selects ServiceMonitors by (kube-prometheus-stack: ``release``). Required.
+    monitor_labels: Mapping[str, str]
+    #: HTTP path. Default ``/metrics``.
+    path: str = "/metrics"
+    #: Scrape interval. Default ``30s``.
+    interval: str = "30s"
+    #: Sync options; the CRD comes from another Application, so by default the dry run skips
+    #: a missing CRD. Default ``SkipDryRunOnMissingResource=true``.
+    sync_options: tuple[str, ...] = field(default=("SkipDryRunOnMissingResource=true",))
+
+
+class ServiceMonitor(Construct):
+    """One ServiceMonitor for one Service port in its own namespace."""
+
+    def __init__(self, scope: Construct, id: str, props: ServiceMonitorProps):
+        super().__init__(scope, id)
+        where = f"ServiceMonitor {props.name!r}"
+        check_dns_label(where, "name", props.name)
+        check_dns_label(where, "namespace", props.namespace)
+        for prop in ("service_labels", "monitor_labels"):
+            labels = getattr(props, prop)
+            if not labels:
+                raise PropError(where, prop, "is empty: " + ("it would scrape every Service in the namespace"
+                                                            if prop == "service_labels" else
+                                                            "Prometheus would not select the ServiceMonitor"))
+            check_labels(where, prop, labels)
+        if not props.port:
+            raise PropError(where, "port", "is empty: name the Service port to scrape")
+        self.props = props
+        metadata = {"name": props.name, "namespace": props.namespace, "labels": dict(props.monitor_labels)}
+        if props.sync_options:
+            metadata["annotations"] = {SYNC_OPTIONS: ",".join(props.sync_options)}
+        emit(self, "servicemonitor", {
+            "apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": metadata,
+            "spec": {
+                "selector": {"matchLabels": dict(props.service_labels)},
+                "namespaceSelector": {"matchNames": [props.namespace]},
+                "endpoints": [{"port": props.port, "path": props.path, "interval": props.interval}],
+            },
+        })
