@@ -20,8 +20,8 @@ from typing import Any, Mapping, Sequence
 
 from colocate.promql import catalog_document
 from colocate.constructs._k8s import emit
-from colocate.model.validate import check_dns_label, check_labels
-from colocate.model.scheduling import ImageRef, required_pool_affinity
+from colocate.model.validate import check_dns_label, check_image, check_required_labels
+from colocate.model.scheduling import required_pool_affinity
 from colocate.model.pools import Taint
 from colocate.errors import PropError
 from constructs import Construct
@@ -137,14 +137,11 @@ class DcgmExporter(Construct):
         p, where = self.props, "DcgmExporter"
         check_dns_label(where, "namespace", p.namespace)
         check_dns_label(where, "release", p.release)
-        check_labels(where, "monitor_labels", p.monitor_labels)
         if not p.gpu_pools:
             raise PropError(where, "gpu_pools", "is empty; the cluster has no pool with gpus > 0, so "
                             "drop the DCGM exporter or add GPUs to a pool")
-        if not p.monitor_labels:
-            raise PropError(where, "monitor_labels", "is empty; Prometheus would not select the ServiceMonitor")
-        if not ImageRef.parse(p.image).pinned:
-            raise PropError(where, "image", f"{p.image!r} must carry a pinned tag")
+        check_required_labels(where, "monitor_labels", p.monitor_labels, "Prometheus would not select the ServiceMonitor")
+        check_image(where, "image", p.image, mirror_path=False)
 
     def values(self) -> dict[str, Any]:
         p = self.props

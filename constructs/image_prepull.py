@@ -15,10 +15,10 @@ from typing import Sequence
 from constructs import Construct
 
 from colocate.constructs._k8s import emit
-from colocate.model.validate import check_dns_label
+from colocate.model.validate import check_dns_label, check_image
 from colocate.model.names import NAME_LABEL
 from colocate.constructs.node_pool import NodePool
-from colocate.model.scheduling import ImageRef, required_pool_affinity
+from colocate.model.scheduling import required_pool_affinity
 from colocate.errors import PropError
 
 #: Enough for ``sh -c true`` and for pause; limits equal requests (Guaranteed, never evicted
@@ -93,7 +93,6 @@ class ImagePrepull(Construct):
             raise PropError(where, "images", "is empty: there is nothing to pull")
         if len(set(p.images)) != len(p.images):
             raise PropError(where, "images", "lists an image twice")
-        for i, image in enumerate((*p.images, p.pause_image)):
-            if not ImageRef.parse(image).pinned:
-                prop = f"images[{i}]" if i < len(p.images) else "pause_image"
-                raise PropError(where, prop, f"{image!r} needs a pinned tag: IfNotPresent never re-pulls a moving tag")
+        for i, image in enumerate(p.images):
+            check_image(where, f"images[{i}]", image, mirror_path=False)
+        check_image(where, "pause_image", p.pause_image, mirror_path=False)

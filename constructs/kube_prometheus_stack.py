@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from colocate import quantity
-from colocate.model.validate import check_dns_label, check_labels
+from colocate.model.validate import check_dns_label, check_labels, check_required_labels
 from colocate.model.names import JOB_NAME_LABEL, POOL_LABEL, REPLICA_TYPE_LABEL, kps_fullname
 from colocate.model.pools import Taint
 from colocate.errors import PropError
@@ -126,10 +126,8 @@ class KubePrometheusStack:
         check_dns_label(where, "release", p.release)
         check_dns_label(where, "namespace", p.namespace)
         check_dns_label(where, "grafana_admin_secret", p.grafana_admin_secret)
-        if not p.monitor_labels:
-            raise PropError(where, "monitor_labels", "is empty: an empty selector makes Prometheus load every "
-                            "rule and monitor in the cluster; give the release label, e.g. {'release': ...}")
-        check_labels(where, "monitor_labels", p.monitor_labels)
+        check_required_labels(where, "monitor_labels", p.monitor_labels, "an empty selector makes Prometheus load "
+                              "every rule and monitor in the cluster; give the release label, e.g. {'release': ...}")
         check_labels(where, "pool_labels", p.pool_labels)
         if not p.pool_labels:
             raise PropError(where, "pool_labels", "is empty; give the monitoring pool's node labels")

@@ -13,9 +13,9 @@ from constructs import Construct
 from colocate import quantity
 from colocate.errors import PropError
 from colocate.constructs._k8s import emit
-from colocate.model.validate import check_dns_label
+from colocate.model.validate import check_dns_label, check_image
 from colocate.model.names import NAME_LABEL
-from colocate.model.scheduling import ImageRef
+
 from colocate.constructs.node_pool import NodePool
 from colocate.model.pools import Resources
 
@@ -110,10 +110,7 @@ class OnlineService(Construct):
         p, where = self.props, f"OnlineService {self.props.name!r}"
         check_dns_label(where, "name", p.name)
         check_dns_label(where, "namespace", p.namespace)
-        image = ImageRef.parse(p.image or "")
-        if not image.has_registry_path or not image.pinned:
-            raise PropError(where, "image", f"{p.image!r} must be a registry path with a pinned tag, "
-                            "e.g. harbor.example.com/ml/model-server:1.4.2")
+        check_image(where, "image", p.image, example="harbor.example.com/ml/model-server:1.4.2")
         if not isinstance(p.replicas, int) or p.replicas < 1:
             raise PropError(where, "replicas", f"{p.replicas!r} must be >= 1")
         if not isinstance(p.max_unavailable, int) or not 1 <= p.max_unavailable <= p.replicas:

@@ -15,7 +15,7 @@ from constructs import Construct
 
 from colocate.errors import PropError
 from colocate.constructs._k8s import emit
-from colocate.model.validate import check_dns_label, check_labels
+from colocate.model.validate import check_dns_label, check_required_labels
 from colocate.model.names import SYNC_OPTIONS
 
 SEVERITIES = ("critical", "warning", "info")
@@ -58,10 +58,8 @@ class PrometheusRule(Construct):
         p, where = self.props, f"PrometheusRule {self.props.name!r}"
         check_dns_label(where, "name", p.name)
         check_dns_label(where, "namespace", p.namespace)
-        if not p.labels:
-            raise PropError(where, "labels", "empty; Prometheus only loads rules matching its ruleSelector, "
-                            "pass cluster.monitor_labels")
-        check_labels(where, "labels", p.labels)
+        check_required_labels(where, "labels", p.labels, "Prometheus only loads rules matching its ruleSelector, "
+                              "pass cluster.monitor_labels")
         if not p.groups:
             raise PropError(where, "groups", "no rule groups")
         group_names: set[str] = set()

@@ -9,7 +9,7 @@ from constructs import Construct
 from colocate.constructs._k8s import emit
 from colocate.errors import PropError
 from colocate.model.names import SYNC_OPTIONS
-from colocate.model.validate import check_dns_label, check_labels
+from colocate.model.validate import check_dns_label, check_required_labels
 
 
 @dataclass(frozen=True)
@@ -43,13 +43,9 @@ class ServiceMonitor(Construct):
         where = f"ServiceMonitor {props.name!r}"
         check_dns_label(where, "name", props.name)
         check_dns_label(where, "namespace", props.namespace)
-        for prop in ("service_labels", "monitor_labels"):
-            labels = getattr(props, prop)
-            if not labels:
-                raise PropError(where, prop, "is empty: " + ("it would scrape every Service in the namespace"
-                                                            if prop == "service_labels" else
-                                                            "Prometheus would not select the ServiceMonitor"))
-            check_labels(where, prop, labels)
+        check_required_labels(where, "service_labels", props.service_labels,
+                              "it would scrape every Service in the namespace")
+        check_required_labels(where, "monitor_labels", props.monitor_labels, "Prometheus would not select the ServiceMonitor")
         if not props.port:
             raise PropError(where, "port", "is empty: name the Service port to scrape")
         self.props = props

@@ -18,12 +18,12 @@ from constructs import Construct
 
 from colocate import quantity
 from colocate.constructs._k8s import emit
-from colocate.model.validate import check_dns_label
+from colocate.model.validate import check_dns_label, check_image
 from colocate.constructs.node_pool import NodePool
 from colocate.model.names import (GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, REPLICA_TYPE_LABEL, SYNC_OPTIONS,
                                    TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT, TF_PORT_NAME, TF_ROLES)
 from colocate.model.pools import Resources
-from colocate.model.scheduling import ImageRef, pool_term, required_pool_affinity
+from colocate.model.scheduling import pool_term, required_pool_affinity
 from colocate.errors import PropError
 
 CHECKPOINT_ROOT = "/mnt/checkpoints"
@@ -194,10 +194,7 @@ class TFJob(Construct):
         p, where = self.props, self._where
         check_dns_label(where, "name", p.name)
         check_dns_label(where, "namespace", p.namespace)
-        image = ImageRef.parse(p.image or "")
-        if not image.has_registry_path or not image.pinned:
-            raise PropError(where, "image", f"{p.image!r} must be a registry path with a pinned tag, "
-                            "e.g. harbor.example.com/ml/tf-mnist:2.11.0")
+        check_image(where, "image", p.image, example="harbor.example.com/ml/tf-mnist:2.11.0")
         if not p.pools:
             raise PropError(where, "pools", "is empty: name the pools training may use (the mixed pool)")
         for i, pool in enumerate(p.pools):

@@ -7,6 +7,7 @@ import re
 from typing import Mapping
 
 from colocate.errors import PropError
+from colocate.model.scheduling import ImageRef
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
@@ -29,3 +30,20 @@ def check_labels(construct: str, prop: str, labels: Mapping[str, str]) -> None:
             raise PropError(construct, f"{prop}[{key!r}]", "is not a valid label key")
         if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
             raise PropError(construct, f"{prop}[{key!r}]", f"value {value!r} is not a valid label value")
+
+
+def check_image(construct: str, prop: str, image: str, *, mirror_path: bool = True, example: str = "") -> None:
+    """A pinned image (a tag other than ``latest``, or a digest): the kubelet's IfNotPresent
+    never re-pulls a moving tag. With ``mirror_path``, also ``registry/project/name``."""
+    ref = ImageRef.parse(image or "")
+    if ref.pinned and (ref.has_registry_path or not mirror_path):
+        return
+    need = "a registry path with a pinned tag" if mirror_path else "a pinned tag (not latest), or a digest"
+    raise PropError(construct, prop, f"{image!r} must be {need}" + (f", e.g. {example}" if example else ""))
+
+
+def check_required_labels(construct: str, prop: str, labels: Mapping[str, str], why: str) -> None:
+    """Labels that must be given (an empty selector selects everything, or nothing), and valid."""
+    if not labels:
+        raise PropError(construct, prop, f"is empty: {why}")
+    check_labels(construct, prop, labels)
