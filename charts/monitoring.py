@@ -23,8 +23,8 @@ from colocate.model.names import KPS_CHART
 KPS_SYNC_WAVE = -8
 DCGM_SYNC_WAVE = -6
 
-#: MISSION.md requirement 10 names 1860, 315 and 15756; FACTS.md section 9 and
-#: docs/monitoring.md say why only 1860 is kept and what replaces the other two.
+#: The reference how-to names 1860, 315 and 15756; docs/monitoring.md ("Community dashboards")
+#: says why only 1860 is kept and what replaces the other two.
 COMMUNITY_DASHBOARDS = (
     kps.CommunityDashboard("node-exporter-full", 1860, 37,
                            "Node Exporter Full; revisions since 2025-04 need Grafana 11.6, the chart ships 10.2"),
@@ -82,7 +82,7 @@ class MonitoringChart(ColocateChart):
                                                  release, self.stack.values()),
                     wave=KPS_SYNC_WAVE, destination_namespace=ns,
                     # The prometheuses CRD is 345,787 bytes of JSON, over the 262,144-byte last-applied
-                    # annotation client-side apply writes (FACTS.md section 6).
+                    # annotation client-side apply writes (docs/gitops.md).
                     sync_options=("ServerSideApply=true", "ApplyOutOfSyncOnly=true", "PruneLast=true"),
                     # Deleting the Application must not delete the CRDs, and with them every
                     # ServiceMonitor and PrometheusRule in the cluster.

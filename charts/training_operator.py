@@ -87,7 +87,7 @@ class TrainingOperatorChart(ColocateChart):
             destination_namespace=cluster.kubeflow_namespace,
             wave=SYNC_WAVE,
             # The CRDs are ~230-250 KB of JSON, too close to the 262144-byte last-applied
-            # annotation of client-side apply (FACTS 5).
+            # annotation of client-side apply (docs/gitops.md).
             sync_options=("ServerSideApply=true", "PruneLast=true"),
             # Deleting this Application must not cascade: removing the CRDs deletes every TFJob.
             cascade_delete=False,

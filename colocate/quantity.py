@@ -1,7 +1,7 @@
 """Kubernetes resource quantities: parse to integers, print in canonical form.
 
 Canonical output matters: the API server rewrites ``1000m`` to ``1`` and ``1024Mi`` to
-``1Gi``, and Argo CD then shows the object as OutOfSync forever (PITFALLS 3.3).
+``1Gi``, and Argo CD then shows the object as OutOfSync forever (docs/gitops.md).
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ pinned exporter. A field the catalog does not know, or knows as absent from 3.3.
 so a dashboard can never ask for a GPU metric the exporter was not told to collect.
 
 Chart keys (``NVIDIA/dcgm-exporter deployment/values.yaml`` + ``templates/daemonset.yaml``,
-FACTS.md section 4): arguments, extraConfigMapVolumes, extraVolumeMounts, securityContext,
+docs/monitoring.md): arguments, extraConfigMapVolumes, extraVolumeMounts, securityContext,
 nodeSelector/affinity, tolerations, serviceMonitor.{enabled,interval,honorLabels,
 additionalLabels}, image.repository/tag. The chart always sets DCGM_EXPORTER_KUBERNETES=true,
 mounts ``kubeletPath`` (/var/lib/kubelet/pod-resources) read-only and defaults
@@ -31,7 +31,7 @@ CHART_VERSION = "3.3.0"
 IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.3-3.3.0-ubuntu22.04"
 CSV_KEY = "counters.csv"
 CSV_DIR = "/etc/dcgm-exporter/colocate"
-#: Collected whatever the dashboards use: the seed's four fields (MISSION.md), free memory to
+#: Collected whatever the dashboards use: the four fields the reference team watches, free memory to
 #: compute a ratio, temperature and XID errors for hardware health.
 BASE_FIELDS = (
     "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_POWER_USAGE",

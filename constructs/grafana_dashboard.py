@@ -3,7 +3,7 @@
 The sidecar of kube-prometheus-stack picks up ConfigMaps labelled ``grafana_dashboard: "1"``
 in its namespace. The JSON is minified under ``<uid>.json``. A ConfigMap's data is capped at
 1 MiB; client-side apply also copies it into the 256 KiB last-applied annotation, so every
-dashboard ConfigMap is applied server-side (PITFALLS 3.1, 4.2).
+dashboard ConfigMap is applied server-side (docs/gitops.md).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """ImagePrepull: a DaemonSet that pulls images onto every node of a pool ahead of use.
 
 A 2-10 GB training image pulled when a job starts saturates the node's disk and network
-under the online services sharing the node (MISSION req 7). This DaemonSet pulls each image
+under the online services sharing the node (docs/training.md). This DaemonSet pulls each image
 once, at the lowest priority, with tiny requests: one init container per image runs
 ``/bin/sh -c true`` (so each image needs a shell; every TensorFlow image has one) and exits,
 then a pause container holds the pod so the kubelet keeps the images (unused images are what

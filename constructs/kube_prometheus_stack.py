@@ -2,7 +2,7 @@
 
 Argo CD renders the chart (Helm source, ``valuesObject``); nothing here is a cluster object of
 its own. Every key below was checked against the chart's values.yaml and templates at
-``kube-prometheus-stack-55.5.1`` (FACTS.md sections 0, 6) or its pinned subcharts.
+``kube-prometheus-stack-55.5.1`` (docs/monitoring.md) or its pinned subcharts.
 """
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ class KubePrometheusStackProps:
     node_labels_allowlist: Sequence[str] = (POOL_LABEL,)
     #: Community dashboards downloaded from grafana.com. Default: none.
     community_dashboards: Sequence[CommunityDashboard] = ()
-    #: Chart version. Default 55.5.1 (FACTS.md section 0).
+    #: Chart version. Default 55.5.1.
     chart_version: str = CHART_VERSION
 
 

@@ -10,7 +10,7 @@ from colocate.model.validate import check_dns_label
 class PrometheusKubeletAccess(Construct):
     """ClusterRole + ClusterRoleBinding for Prometheus' ServiceAccount.
 
-    The seed's rule is ``get`` on the nonResourceURL ``/metrics/cadvisor``; the kubelet itself
+    The reference how-to's rule is ``get`` on the nonResourceURL ``/metrics/cadvisor``; the kubelet itself
     authorizes scrapes of ``/metrics`` and ``/metrics/cadvisor`` as the ``nodes/metrics``
     subresource, so both are granted.
     """

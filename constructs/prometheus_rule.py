@@ -2,7 +2,7 @@
 
 The CRD comes with kube-prometheus-stack (another Argo CD Application), so the object skips
 Argo CD's dry run until it exists. Prometheus only loads rules carrying every label of its
-``ruleSelector``; kube-prometheus-stack selects ``release: <release>`` (PITFALLS 4.1).
+``ruleSelector``; kube-prometheus-stack selects ``release: <release>`` (docs/gitops.md).
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 The user names the image and, per role, replicas, resources and GPUs. Everything the cluster's
 rules decide is set here: restartPolicy OnFailure, the ``tensorflow`` container on port 2222,
 the offline priority on every replica (the operator does not copy a job-level priority to
-pods, PITFALLS 5.4), a short grace period, no tolerations, required affinity to the pools
+pods, docs/training.md), a short grace period, no tolerations, required affinity to the pools
 training may use, GPU roles on GPU pools, PS spread over nodes, and a checkpoint volume on a
 ReadWriteMany claim whose path is in ``CHECKPOINT_DIR``.
 
@@ -78,7 +78,7 @@ class TFJobProps:
     args: Sequence[str] = ()
     #: ``runPolicy.cleanPodPolicy``. Default ``Running`` (PS and other still-running pods are
     #: deleted when the job ends, freeing their CPU for online services), or ``None`` when the
-    #: job has an Evaluator, which ``Running`` kills before its final evaluation (PITFALLS 5.3).
+    #: job has an Evaluator, which ``Running`` kills before its final evaluation (docs/training.md).
     clean_pod_policy: Literal["Running", "All", "None"] | None = None
     #: ``runPolicy.backoffLimit``: restarts before the job is marked Failed. Default 3.
     backoff_limit: int = 3
@@ -111,7 +111,7 @@ class TFJob(Construct):
             run_policy["ttlSecondsAfterFinished"] = p.ttl_seconds_after_finished
         emit(self, "tfjob", {
             "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
-            # The TFJob CRD comes from the training-operator Application (FACTS 7).
+            # The TFJob CRD comes from the training-operator Application (docs/gitops.md).
             "metadata": {"name": p.name, "namespace": p.namespace,
                          "annotations": {SYNC_OPTIONS: "SkipDryRunOnMissingResource=true"}},
             "spec": {
@@ -161,7 +161,7 @@ class TFJob(Construct):
         limits = {"cpu": quantity.canonical(spec.cpu_limit or spec.cpu, "cpu"),
                   "memory": quantity.canonical(spec.memory_limit or spec.memory, "memory")}
         if spec.gpus:
-            # Limits only: the API server sets the request equal (FACTS 4, MISSION req 4).
+            # Limits only: the API server sets the request equal (docs/training.md).
             limits[GPU] = str(spec.gpus)
         return {"requests": requests, "limits": limits}
 

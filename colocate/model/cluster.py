@@ -89,12 +89,12 @@ class Cluster:
 
 
 def reference(config: Config) -> Cluster:
-    """The seed's cluster: 4 online, 6 mixed and 2 monitoring nodes on Kubernetes 1.28."""
+    """The reference cluster: 4 online, 6 mixed and 2 monitoring nodes on Kubernetes 1.28."""
     pools = (
         NodePoolProps(
             name="online", nodes=4, cpu="16", memory="64Gi", gpus=1,
             labels={"role": "online"}, taints=(Taint("online", "true", "NoSchedule"),),
-            # The seed gives only "static CPU manager"; static needs reserved CPU, so the
+            # The reference gives only "static CPU manager"; static needs reserved CPU, so the
             # online pool keeps one core for the kubelet and the OS.
             kubelet=KubeletReservations(system_reserved={"cpu": "500m", "memory": "2Gi"},
                                         kube_reserved={"cpu": "500m", "memory": "1Gi"},
