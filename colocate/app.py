@@ -70,7 +70,17 @@ def render_files(built: Built) -> dict[str, str]:
 
 def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path = jobs_mod.JOBS_DIR) -> dict[str, str]:
     """Build, render and write dist/. Any error before the swap leaves ``outdir`` untouched."""
-    config = config_mod.load(config_path) if config_path else config_mod.load()
-    files = render_files(build(config, jobs_dir=jobs_dir))
+    files = _render(config_path, jobs_dir)
     render.write_tree(files, outdir)
     return files
+
+
+def stale(outdir: Path = DIST, config_path: Path | None = None,
+          jobs_dir: Path = jobs_mod.JOBS_DIR) -> render.TreeDiff:
+    """What ``synth`` would change in ``outdir``; writes nothing."""
+    return render.compare_tree(_render(config_path, jobs_dir), outdir)
+
+
+def _render(config_path: Path | None, jobs_dir: Path) -> dict[str, str]:
+    config = config_mod.load(config_path) if config_path else config_mod.load()
+    return render_files(build(config, jobs_dir=jobs_dir))

@@ -13,9 +13,32 @@ EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
 def _synth(args: argparse.Namespace) -> int:
     from colocate import app
 
-    files = app.synth(Path(args.outdir), Path(args.config) if args.config else None, Path(args.jobs))
+    config = Path(args.config) if args.config else None
+    if args.check:
+        diff = app.stale(Path(args.outdir), config, Path(args.jobs))
+        if not diff:
+            print(f"colocate: {args.outdir} is up to date", file=sys.stderr)
+            return EXIT_OK
+        for label, paths in (("added", diff.added), ("removed", diff.removed), ("modified", diff.modified)):
+            for path in paths:
+                print(f"{label:8} {Path(args.outdir) / path}")
+        count = len(diff.added) + len(diff.removed) + len(diff.modified)
+        print(f"colocate: {args.outdir} is stale ({count} files would change): run `{_synth_command(args)}` "
+              f"and commit the result", file=sys.stderr)
+        return EXIT_FINDINGS
+    files = app.synth(Path(args.outdir), config, Path(args.jobs))
     print(f"colocate: wrote {len(files)} files to {args.outdir}", file=sys.stderr)
     return EXIT_OK
+
+
+def _synth_command(args: argparse.Namespace) -> str:
+    """The ``colocate synth`` that refreshes what ``--check`` compared, with its non-default options."""
+    words = ["colocate"] + (["--config", args.config] if args.config else []) + ["synth"]
+    for option, default in (("outdir", _root() / "dist"), ("jobs", _root() / "jobs")):
+        value = getattr(args, option)
+        if Path(value).resolve() != default:
+            words += [f"--{option}", value]
+    return " ".join(words)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -43,6 +66,8 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("synth", help="synthesize the cluster into dist/")
     s.add_argument("--outdir", default=str(_root() / "dist"), help="output folder (default: dist/)")
     s.add_argument("--jobs", default=str(_root() / "jobs"), help="folder of job request files (default: jobs/)")
+    s.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 and list the files when the output folder is stale")
     s.set_defaults(func=_synth)
     c = sub.add_parser("check", help="validate manifests with kubeconform and the policy rules")
     c.add_argument("paths", nargs="*", help="files or folders (default: dist/)")

@@ -103,6 +103,33 @@ def render(manifests: Iterable[Manifest], index_doc: dict) -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
+@dataclass(frozen=True)
+class TreeDiff:
+    """How a dist/ folder on disk differs from the files synth would write (relative paths)."""
+
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    modified: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.modified)
+
+
+def read_tree(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` (relative path -> text); empty when the folder is missing."""
+    if not folder.is_dir():
+        return {}
+    return {p.relative_to(folder).as_posix(): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def compare_tree(files: dict[str, str], outdir: Path) -> TreeDiff:
+    """What ``write_tree(files, outdir)`` would change. Reads only."""
+    on_disk = read_tree(outdir)
+    return TreeDiff(added=tuple(sorted(set(files) - set(on_disk))),
+                    removed=tuple(sorted(set(on_disk) - set(files))),
+                    modified=tuple(sorted(p for p in files if p in on_disk and files[p] != on_disk[p])))
+
+
 def write_tree(files: dict[str, str], outdir: Path) -> None:
     """Replace ``outdir`` with exactly ``files``. The new tree is written next to it first and
     swapped in with renames, so a failure leaves the old tree untouched."""

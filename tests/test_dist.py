@@ -9,21 +9,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from colocate import ROOT, app, config as config_mod, kubeconform
+from colocate import ROOT, app, config as config_mod, kubeconform, render
 from colocate.errors import InputError
 from tests.helpers import colocate, run
 
 DIST = ROOT / "dist"
 
 
-def _tree(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
 def test_committed_dist_is_fresh(rendered):
-    on_disk = _tree(DIST)
-    stale = sorted(set(rendered) ^ set(on_disk)) + sorted(p for p in rendered if p in on_disk and rendered[p] != on_disk[p])
-    assert not stale, f"dist/ is stale ({len(stale)} files differ, e.g. {stale[:5]}): run `make synth` and commit dist/"
+    stale = render.compare_tree(rendered, DIST)
+    assert not stale, f"dist/ is stale ({stale}): run `make synth` and commit dist/"
 
 
 def test_synth_is_deterministic(rendered):
@@ -106,7 +101,7 @@ def test_synth_with_a_broken_config_leaves_dist_untouched(tmp_path):
     proc = colocate("--config", str(bad), "synth", "--outdir", str(out))
     assert proc.returncode == 2
     assert f"{bad}:$.registry.cidrs[0]" in proc.stderr
-    assert not filecmp.dircmp(DIST, out).diff_files and _tree(out) == _tree(DIST)
+    assert not filecmp.dircmp(DIST, out).diff_files and render.read_tree(out) == render.read_tree(DIST)
 
 
 def test_synth_that_raises_in_a_construct_leaves_dist_untouched(tmp_path, monkeypatch):
@@ -125,7 +120,7 @@ def test_synth_that_raises_in_a_construct_leaves_dist_untouched(tmp_path, monkey
     monkeypatch.setattr(cluster_mod, "reference", broken)
     with pytest.raises(PropError, match="NodePool 'online': prop 'nodes'"):
         app.synth(out)
-    assert _tree(out) == _tree(DIST)
+    assert render.read_tree(out) == render.read_tree(DIST)
     assert not list(tmp_path.glob("dist.tmp-*")), "staging folder left behind"
 
 
@@ -138,5 +133,5 @@ def test_cdk8s_cli_synth_writes_the_same_bytes(tmp_path, rendered):
         (copy / shared).symlink_to(ROOT / shared)
     proc = run(["npx", "--no", "cdk8s", "synth", "--no-check-upgrade"], cwd=copy)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert _tree(copy / "dist") == rendered
-    assert _tree(copy / "build" / "cdk8s") == rendered
+    assert render.read_tree(copy / "dist") == rendered
+    assert render.read_tree(copy / "build" / "cdk8s") == rendered
