@@ -1,6 +1,7 @@
 """Test helpers: run the CLI and tools as subprocesses, with the environment `make` gives."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,3 +24,34 @@ def colocate(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return run([str(VENV_BIN / "colocate"), *args], cwd=cwd)
 
 
+
+
+#: Installed by scripts/bootstrap; a copy of the repository links them instead of copying.
+_SHARED = (".venv", "node_modules", "bin")
+
+
+def repo_copy(dest: Path, *, with_dist: bool = True) -> Path:
+    """The repository's tracked-looking tree at ``dest``, sharing the bootstrap's installs.
+    ``python -m colocate.cli`` run there uses the copy's own package, config and jobs."""
+    ignore = [".git", *_SHARED, "build", ".cache", "__pycache__", ".pytest_cache", "*.egg-info"]
+    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(*ignore, *([] if with_dist else ["dist"])))
+    for shared in _SHARED:
+        (dest / shared).symlink_to(ROOT / shared)
+    return dest
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` with a fixed identity; return stdout, raise on failure."""
+    identity = ["-c", "user.name=colocate-test", "-c", "user.email=test@colocate.invalid",
+                "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"]
+    return run(["git", *identity, *args], cwd=repo, check=True).stdout
+
+
+def git_repo(dest: Path) -> Path:
+    """A fresh git repository holding a copy of the repository, everything committed on main."""
+    repo_copy(dest)
+    (dest / ".gitignore").write_text((ROOT / ".gitignore").read_text())
+    git(dest, "init", "-q")
+    git(dest, "add", "-A")
+    git(dest, "commit", "-qm", "base")
+    return dest

@@ -11,7 +11,7 @@ import yaml
 
 from colocate import ROOT, app, config as config_mod, kubeconform, render
 from colocate.errors import InputError
-from tests.helpers import colocate, run
+from tests.helpers import colocate, repo_copy, run
 
 DIST = ROOT / "dist"
 
@@ -126,11 +126,7 @@ def test_synth_that_raises_in_a_construct_leaves_dist_untouched(tmp_path, monkey
 
 def test_cdk8s_cli_synth_writes_the_same_bytes(tmp_path, rendered):
     """The real cdk8s CLI (npm, cdk8s.yaml) in a copy of the repository."""
-    copy = tmp_path / "repo"
-    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", ".venv", "node_modules", "dist", "build",
-                                                               ".cache", "bin", "__pycache__", ".pytest_cache"))
-    for shared in (".venv", "node_modules", "bin"):
-        (copy / shared).symlink_to(ROOT / shared)
+    copy = repo_copy(tmp_path / "repo", with_dist=False)
     proc = run(["npx", "--no", "cdk8s", "synth", "--no-check-upgrade"], cwd=copy)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert render.read_tree(copy / "dist") == rendered
