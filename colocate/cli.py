@@ -51,6 +51,15 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if result.errors else EXIT_OK
 
 
+def _diff(args: argparse.Namespace) -> int:
+    from colocate.review import diff, formats
+
+    result = diff.review(Path.cwd(), args.base, args.head, dist=args.dist,
+                         config_path=Path(args.config) if args.config else None, with_policy=not args.no_policy)
+    sys.stdout.write(formats.FORMATS[args.format](result))
+    return EXIT_OK
+
+
 def _rules(args: argparse.Namespace) -> int:
     from colocate import checker
 
@@ -73,6 +82,15 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("paths", nargs="*", help="files or folders (default: dist/)")
     c.add_argument("--format", choices=("text", "json"), default="text")
     c.set_defaults(func=_check)
+    d = sub.add_parser("diff", help="what a change to dist/ does to the cluster, per Argo CD Application",
+                       description="Compare dist/ at two git revisions: objects added, removed and changed, "
+                                   "dangerous changes first, and the policy findings introduced and resolved.")
+    d.add_argument("base", nargs="?", help="git revision (default: the merge-base of HEAD with main)")
+    d.add_argument("head", nargs="?", help="git revision (default: the working tree)")
+    d.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    d.add_argument("--dist", default="dist", help="folder of the synth output in the repository (default: dist)")
+    d.add_argument("--no-policy", action="store_true", help="skip running colocate check on both trees")
+    d.set_defaults(func=_diff)
     r = sub.add_parser("rules", help="list every policy rule")
     r.set_defaults(func=_rules)
     return p

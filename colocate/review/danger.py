@@ -1,0 +1,115 @@
+"""Which changes need a second look, and why. Upstream sources: docs/review.md."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from colocate import quantity
+from colocate.constructs.node_pool import POOL_LABEL
+from colocate.manifests import Doc, pod_specs
+from colocate.review.compare import FieldChange
+from colocate.review.tree import Entry
+
+#: Ranks, most harmful first: the report lists dangers in this order. HARMLESS sorts last.
+DATA_LOSS, RECREATE, PRIORITY, TAINT, POOL_MOVE, HARMLESS = range(6)
+#: Deleting these deletes data or everything inside them.
+_HOLDS_DATA = {
+    "Namespace": "deleting a Namespace deletes every object in it",
+    "PersistentVolumeClaim": "deleting a PersistentVolumeClaim deletes its volume's data (Delete reclaim policy)",
+    "PersistentVolume": "deleting a PersistentVolume can delete the disk behind it",
+    "CustomResourceDefinition": "deleting a CustomResourceDefinition deletes every object of its kind",
+    "StatefulSet": "deleting a StatefulSet stops the pods that own its volumes",
+}
+#: Fields the API server refuses to update: Argo CD can only apply the change by deleting and
+#: re-creating the object (Replace=true), which for a workload restarts every pod.
+_IMMUTABLE = {
+    "Deployment": ("spec.selector",),
+    "DaemonSet": ("spec.selector",),
+    "ReplicaSet": ("spec.selector",),
+    "StatefulSet": ("spec.selector", "spec.volumeClaimTemplates", "spec.serviceName", "spec.podManagementPolicy"),
+    "Job": ("spec.selector", "spec.template", "spec.completionMode"),
+    "PersistentVolumeClaim": ("spec.storageClassName", "spec.accessModes", "spec.volumeName", "spec.selector",
+                              "spec.volumeMode"),
+    "PriorityClass": ("value", "preemptionPolicy"),
+    "RoleBinding": ("roleRef",),
+    "ClusterRoleBinding": ("roleRef",),
+}
+#: A path inside a pod's tolerations or a node's taints; group 1 is the list's own path.
+_TAINT_FIELD = re.compile(r"^(|.*\.)(tolerations|taints)(?=\[|$)")
+_PRUNE_FALSE = "Prune=false"
+
+
+@dataclass(frozen=True)
+class Danger:
+    rank: int
+    reason: str
+
+
+def _prune_disabled(obj: dict[str, Any]) -> bool:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return _PRUNE_FALSE in annotations.get("argocd.argoproj.io/sync-options", "")
+
+
+def removed(entry: Entry) -> list[Danger]:
+    reason = _HOLDS_DATA.get(entry.key.kind)
+    if not reason:
+        return []
+    if _prune_disabled(entry.obj):
+        reason += f" (Argo CD keeps it: {_PRUNE_FALSE}; delete it by hand only on purpose)"
+    return [Danger(DATA_LOSS, reason)]
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith((prefix + ".", prefix + "["))
+
+
+def _storage(obj: dict[str, Any]) -> Any:
+    return (((obj.get("spec") or {}).get("resources") or {}).get("requests") or {}).get("storage")
+
+
+def pools(obj: dict[str, Any], kind: str) -> set[str]:
+    """Pools an object's pods may run in: the pool label in their nodeSelector or required
+    node affinity (``In``). Empty: anywhere."""
+    out: set[str] = set()
+    for pod in pod_specs(Doc("", 0, {**obj, "kind": kind})):
+        selector = pod.spec.get("nodeSelector") or {}
+        if POOL_LABEL in selector:
+            out.add(selector[POOL_LABEL])
+        required = (((pod.spec.get("affinity") or {}).get("nodeAffinity") or {})
+                    .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+        for term in required.get("nodeSelectorTerms") or []:
+            for expr in term.get("matchExpressions") or []:
+                if expr.get("key") == POOL_LABEL and expr.get("operator") == "In":
+                    out.update(expr.get("values") or [])
+    return out
+
+
+def changed(old: Entry, new: Entry, fields: list[FieldChange]) -> list[Danger]:
+    kind = new.key.kind
+    out = []
+    immutable = sorted({prefix for prefix in _IMMUTABLE.get(kind, ()) for f in fields if _under(f.path, prefix)})
+    for prefix in immutable:
+        out.append(Danger(RECREATE, f"{prefix} is immutable: Argo CD must delete and re-create the {kind} "
+                                    f"(Replace=true) or the sync fails"))
+    if kind == "PersistentVolumeClaim":
+        before, after = _storage(old.obj), _storage(new.obj)
+        try:
+            if before is not None and after is not None and quantity.parse(after) < quantity.parse(before):
+                out.append(Danger(RECREATE, f"storage shrinks from {before} to {after}: a claim can only grow, "
+                                            f"so it must be deleted and re-created, losing its data"))
+        except ValueError:
+            pass
+    if kind == "PriorityClass" and any(f.path == "value" for f in fields):
+        value = next(f for f in fields if f.path == "value")
+        out.append(Danger(PRIORITY, f"priority value {value.old} -> {value.new} changes who preempts whom; "
+                                    f"running pods keep the old value until re-created"))
+    touched = sorted({m.group(0) for m in map(_TAINT_FIELD.match, (f.path for f in fields)) if m})
+    if touched:
+        out.append(Danger(TAINT, f"taints or tolerations change ({', '.join(touched)}): decides which pods may run "
+                                 f"on which nodes, and which are evicted (NoExecute)"))
+    before_pools, after_pools = pools(old.obj, kind), pools(new.obj, kind)
+    if before_pools != after_pools:
+        out.append(Danger(POOL_MOVE, f"pods move between pools: {', '.join(sorted(before_pools)) or 'any'} -> "
+                                     f"{', '.join(sorted(after_pools)) or 'any'}"))
+    return out

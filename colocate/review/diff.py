@@ -1,0 +1,82 @@
+"""``colocate diff``: the objects a change adds, removes and changes, dangerous ones first."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from colocate.review import compare, danger, policy, tree
+from colocate.review.compare import FieldChange
+from colocate.review.danger import Danger
+from colocate.review.tree import Key
+
+ADDED, REMOVED, CHANGED = "added", "removed", "changed"
+
+
+@dataclass(frozen=True)
+class ObjectChange:
+    app: str
+    key: Key
+    file: str
+    status: str
+    fields: tuple[FieldChange, ...] = ()
+    dangers: tuple[Danger, ...] = ()
+
+    @property
+    def rank(self) -> int:
+        """The worst danger's rank (danger.HARMLESS when there is none)."""
+        return min((d.rank for d in self.dangers), default=danger.HARMLESS)
+
+
+@dataclass(frozen=True)
+class Review:
+    base: str
+    head: str
+    changes: tuple[ObjectChange, ...]
+    #: None when the policy check was not asked for (``--no-policy``).
+    policy: policy.PolicyImpact | None = None
+
+    @property
+    def dangerous(self) -> tuple[ObjectChange, ...]:
+        return tuple(sorted((c for c in self.changes if c.dangers), key=lambda c: (c.rank, c.app, _order(c.key))))
+
+    def by_app(self) -> dict[str, list[ObjectChange]]:
+        out: dict[str, list[ObjectChange]] = {}
+        for change in self.changes:
+            out.setdefault(change.app, []).append(change)
+        return out
+
+
+def _order(key: Key) -> tuple[str, str, str]:
+    return key.kind, key.namespace, key.name
+
+
+def compare_trees(base: tree.Tree, head: tree.Tree) -> list[ObjectChange]:
+    """Every added, removed and changed object, by Application, then kind/namespace/name."""
+    out = []
+    for key in sorted(set(base.objects) | set(head.objects), key=_order):
+        old, new = base.objects.get(key), head.objects.get(key)
+        if old is None:
+            out.append(ObjectChange(new.app, key, new.file, ADDED))
+        elif new is None:
+            out.append(ObjectChange(old.app, key, old.file, REMOVED, dangers=tuple(danger.removed(old))))
+        else:
+            fields = compare.diff(old.obj, new.obj)
+            if fields:
+                out.append(ObjectChange(new.app, key, new.file, CHANGED, tuple(fields),
+                                        tuple(danger.changed(old, new, fields))))
+    return sorted(out, key=lambda c: (c.app, _order(c.key)))
+
+
+def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist: str = "dist",
+           config_path: Path | None = None, with_policy: bool = True) -> Review:
+    """Compare dist/ at ``base`` (default: merge-base with main) and ``head`` (default: the
+    working tree). Unknown revisions and a cwd outside git are bad input (exit 2)."""
+    repo = tree.toplevel(cwd)
+    base_rev = tree.resolve(repo, base) if base else tree.default_base(repo)
+    head_rev = tree.resolve(repo, head) if head else None
+    base_label, head_label = base or f"merge-base {base_rev[:12]}", head or tree.WORKTREE
+    with tree.checkout(repo, base_rev, dist) as base_root, tree.checkout(repo, head_rev, dist) as head_root:
+        before, after = tree.load(base_label, base_root), tree.load(head_label, head_root)
+        impact = policy.impact(base_root, head_root, config_path) if with_policy else None
+    changes = compare_trees(before, after)
+    return Review(base_label, head_label, tuple(changes), impact)

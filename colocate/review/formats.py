@@ -1,0 +1,152 @@
+"""Render a Review as text (terminal), Markdown (pull-request comment) or JSON."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any, Callable
+
+from colocate.checker import Finding
+from colocate.review.diff import ADDED, CHANGED, REMOVED, ObjectChange, Review
+
+JSON_VERSION = 1
+#: GitHub refuses comments over 65,536 characters; leave room for the workflow's marker line.
+MARKDOWN_LIMIT = 60_000
+#: Values longer than this are cut, with the count of what was left out.
+VALUE_WIDTH = 80
+#: Per object, per list: the rest is counted, not shown.
+MAX_FIELDS = 15
+MAX_ITEMS = 50
+
+
+def show(value: Any, width: int = VALUE_WIDTH) -> str:
+    """A value on one line: ``(absent)``, a plain string, or compact JSON; cut to ``width``."""
+    if value is None:
+        return "(absent)"
+    text = value if isinstance(value, str) and "\n" not in value and "`" not in value else \
+        json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return text if len(text) <= width else f"{text[:width]}… (+{len(text) - width} chars)"
+
+
+def _counts(changes: list[ObjectChange] | tuple[ObjectChange, ...]) -> dict[str, int]:
+    return {s: sum(c.status == s for c in changes) for s in (ADDED, REMOVED, CHANGED)}
+
+
+def _headline(r: Review) -> str:
+    n = _counts(r.changes)
+    apps = r.by_app()
+    policy = "" if r.policy is None else \
+        f"; policy: {len(r.policy.introduced)} findings introduced, {len(r.policy.resolved)} resolved"
+    return (f"{len(r.changes)} objects differ in {len(apps)} Applications ({n[ADDED]} added, {n[REMOVED]} removed, "
+            f"{n[CHANGED]} changed); {len(r.dangerous)} dangerous{policy}")
+
+
+def _finding(f: Finding) -> str:
+    where = f"{f.field}: " if f.field else ""
+    return f"{f.severity.upper()} {f.rule} {f.file} {f.ref}: {where}{f.message}"
+
+
+def _capped(items: list, line: Callable[[Any], str]) -> list[str]:
+    out = [line(i) for i in items[:MAX_ITEMS]]
+    if len(items) > MAX_ITEMS:
+        out.append(f"… and {len(items) - MAX_ITEMS} more")
+    return out
+
+
+def _field_lines(change: ObjectChange, fmt: Callable[[str, str, str], str]) -> list[str]:
+    out = [fmt(f.path, show(f.old), show(f.new)) for f in change.fields[:MAX_FIELDS]]
+    if len(change.fields) > MAX_FIELDS:
+        out.append(f"… and {len(change.fields) - MAX_FIELDS} more fields")
+    return out
+
+
+def to_text(r: Review) -> str:
+    lines = [f"colocate diff {r.base} .. {r.head}: {_headline(r)}"]
+    if not r.changes:
+        lines.append("no change to any object")
+    if r.dangerous:
+        lines.append("\nDANGEROUS")
+        for c in r.dangerous:
+            lines += [f"  ! {c.status} {c.key} ({c.app}): {d.reason}" for d in c.dangers]
+    if r.policy and (r.policy.introduced or r.policy.resolved):
+        lines.append("\nPOLICY")
+        lines += [f"  + {_finding(f)}" for f in r.policy.introduced]
+        lines += [f"  - {_finding(f)}" for f in r.policy.resolved]
+    for app, changes in r.by_app().items():
+        lines.append(f"\n{app}")
+        for c in changes:
+            lines.append(f"  {c.status:8} {c.key}  ({c.file})")
+            lines += [f"      {p}: {o} -> {n}" for p, o, n in ((f.path, show(f.old), show(f.new)) for f in c.fields)]
+    return "\n".join(lines) + "\n"
+
+
+def _md_code(text: str) -> str:
+    return "`" + text.replace("`", "'") + "`"
+
+
+def to_markdown(r: Review, limit: int = MARKDOWN_LIMIT) -> str:
+    """Summary table first (every Application touched), dangers and policy impact, then the
+    details collapsed per Application; cut to ``limit`` characters at an object boundary."""
+    apps = r.by_app()
+    head = [f"### colocate diff: {_md_code(r.base)} → {_md_code(r.head)}", "", f"**{_headline(r)}**", ""]
+    if not r.changes:
+        head.append("No change to any object.")
+    else:
+        head += ["| Argo CD Application | added | removed | changed | dangerous |", "|---|---:|---:|---:|---:|"]
+        for app, changes in apps.items():
+            n = _counts(changes)
+            head.append(f"| {app} | {n[ADDED]} | {n[REMOVED]} | {n[CHANGED]} | {sum(bool(c.dangers) for c in changes)} |")
+    if r.dangerous:
+        head += ["", "#### ⚠️ Dangerous changes", ""]
+        head += _capped([(c, d) for c in r.dangerous for d in c.dangers],
+                        lambda cd: f"- **{cd[0].status}** {_md_code(str(cd[0].key))} ({cd[0].app}): {cd[1].reason}")
+    if r.policy and (r.policy.introduced or r.policy.resolved):
+        head += ["", f"#### Policy: {len(r.policy.introduced)} introduced, {len(r.policy.resolved)} resolved", ""]
+        head += _capped(list(r.policy.introduced), lambda f: f"- ➕ {_md_code(_finding(f))}")
+        head += _capped(list(r.policy.resolved), lambda f: f"- ✔️ resolved: {_md_code(_finding(f))}")
+    text = "\n".join(head) + "\n"
+    if r.changes:
+        text += "\n#### Details\n"
+    shown = 0
+    for app, changes in apps.items():
+        n = _counts(changes)
+        opening = (f"\n<details><summary><b>{app}</b>: {n[ADDED]} added, {n[REMOVED]} removed, "
+                   f"{n[CHANGED]} changed</summary>\n\n")
+        closing = "\n</details>\n"
+        block = opening
+        for c in changes:
+            entry = f"- **{c.status}** {_md_code(str(c.key))} ({_md_code(c.file)})\n" + "".join(
+                f"  - {line}\n" for line in _field_lines(c, lambda p, o, n_: f"{_md_code(p)}: {_md_code(o)} → {_md_code(n_)}"))
+            notice = _cut_notice(len(r.changes) - shown)
+            if len(text) + len(block) + len(entry) + len(closing) + len(notice) > limit:
+                return text + (block + closing if block != opening else "") + notice
+            block += entry
+            shown += 1
+        text += block + closing
+    return text
+
+
+def _cut_notice(hidden: int) -> str:
+    return (f"\n_{hidden} more objects not shown (comment size limit): "
+            f"run `colocate diff` locally for the full list._\n")
+
+
+def to_json(r: Review) -> str:
+    def change(c: ObjectChange) -> dict:
+        return {"application": c.app, "status": c.status, "kind": c.key.kind, "group": c.key.group,
+                "namespace": c.key.namespace, "name": c.key.name, "file": c.file,
+                "fields": [{"path": f.path, "old": f.old, "new": f.new} for f in c.fields],
+                "dangers": [{"rank": d.rank, "reason": d.reason} for d in c.dangers]}
+
+    doc: dict[str, Any] = {
+        "version": JSON_VERSION, "base": r.base, "head": r.head,
+        "summary": {**_counts(r.changes), "applications": list(r.by_app()), "dangerous": len(r.dangerous)},
+        "dangerous": [change(c) for c in r.dangerous],
+        "changes": [change(c) for c in r.changes],
+    }
+    if r.policy is not None:
+        doc["policy"] = {"introduced": [asdict(f) for f in r.policy.introduced],
+                         "resolved": [asdict(f) for f in r.policy.resolved]}
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+FORMATS = {"text": to_text, "markdown": to_markdown, "json": to_json}

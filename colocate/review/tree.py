@@ -1,0 +1,122 @@
+"""dist/ as of a git revision or the working tree: its objects and their Argo CD Application."""
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+from colocate import manifests
+from colocate.errors import ColocateError
+from colocate.render import INDEX_FILE
+
+#: ``colocate diff`` with no HEAD compares against the files on disk.
+WORKTREE = "working tree"
+
+
+@dataclass(frozen=True)
+class Key:
+    """An object's identity: the API server knows it by group, kind, namespace and name."""
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: Key
+    #: Path of the file under dist/ (``apps/training/tfjob.training.x.yaml``).
+    file: str
+    #: Argo CD Application that applies it, or ``dist/<folder>`` for folders no Application syncs.
+    app: str
+    obj: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One side of a diff: where it came from, its objects by key, and its files on disk."""
+
+    label: str
+    root: Path
+    objects: dict[Key, Entry]
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, check=False)
+
+
+def toplevel(cwd: Path) -> Path:
+    proc = _git(cwd, "rev-parse", "--show-toplevel")
+    if proc.returncode:
+        raise ColocateError(f"{cwd} is not inside a git repository: colocate diff compares git revisions")
+    return Path(proc.stdout.decode().strip())
+
+
+def resolve(repo: Path, revision: str) -> str:
+    """The commit a revision names; bad input (exit 2) when git does not know it."""
+    proc = _git(repo, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+    if proc.returncode:
+        raise ColocateError(f"unknown git revision {revision!r} in {repo}")
+    return proc.stdout.decode().strip()
+
+
+def default_base(repo: Path, branches: tuple[str, ...] = ("main", "origin/main")) -> str:
+    """The merge-base of HEAD with the main branch (local, then remote-tracking)."""
+    for branch in branches:
+        proc = _git(repo, "merge-base", branch, "HEAD")
+        if proc.returncode == 0:
+            return proc.stdout.decode().strip()
+    raise ColocateError(f"no merge-base of HEAD with {' or '.join(branches)} in {repo}: name BASE explicitly")
+
+
+@contextmanager
+def checkout(repo: Path, revision: str | None, dist: str) -> Iterator[Path]:
+    """dist/ of ``revision`` extracted to a temporary folder, or the working tree's when None.
+    A revision without dist/ yields an empty folder (everything in the other side is added)."""
+    if revision is None:
+        yield repo / dist
+        return
+    with tempfile.TemporaryDirectory(prefix="colocate-diff-") as tmp:
+        proc = _git(repo, "archive", "--format=tar", revision, "--", dist)
+        if proc.returncode == 0:
+            with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as archive:
+                archive.extractall(tmp, filter="data")
+        yield Path(tmp) / dist
+
+
+def _applications(root: Path) -> dict[str, str]:
+    """folder -> Application from dist/index.yaml (empty when there is none)."""
+    path = root / INDEX_FILE
+    if not path.is_file():
+        return {}
+    folders = (yaml.safe_load(path.read_text()) or {}).get("folders") or {}
+    return {folder: entry["argocdApplication"] for folder, entry in folders.items() if "argocdApplication" in entry}
+
+
+def load(label: str, root: Path) -> Tree:
+    """Every object under ``root`` except the index. Two objects with one key are bad input."""
+    apps = _applications(root)
+    objects: dict[Key, Entry] = {}
+    if root.is_dir():
+        for doc in manifests.load([root]):
+            if doc.kind == "DistIndex":
+                continue
+            rel = Path(doc.file).relative_to(root).as_posix()
+            folder = rel.rpartition("/")[0]
+            # Node provisioning files have no metadata: their file is their identity.
+            key = Key(doc.group, doc.kind, doc.namespace, doc.name or rel)
+            if key in objects:
+                raise ColocateError(f"{label}: {key} is defined twice ({objects[key].file}, {rel})")
+            objects[key] = Entry(key, rel, apps.get(folder, f"dist/{folder}"), doc.obj)
+    return Tree(label, root, objects)

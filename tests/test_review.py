@@ -1,0 +1,130 @@
+"""`colocate diff` on real commits: a temporary git repository holding a copy of this one, where
+each change is made to the source and re-synthesized with the copy's own package."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.helpers import VENV_BIN, git, git_repo, run
+
+NEW_JOB = "tf-extra"
+CHECKPOINTS_GONE = "tf-ps-mode-checkpoints"
+STATUS = {"A": "added", "D": "removed", "M": "changed"}
+
+
+def _cli(repo: Path, *args: str):
+    """The copy's own colocate (python -m from the copy), as a developer there would run it."""
+    return run([str(VENV_BIN / "python"), "-m", "colocate.cli", *args], cwd=repo)
+
+
+def _synth_and_commit(repo: Path, message: str) -> str:
+    proc = _cli(repo, "synth")
+    assert proc.returncode == 0, proc.stderr
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory) -> dict[str, str]:
+    """main at the base; branch ``feature`` with the three commits of the acceptance test."""
+    repo = git_repo(tmp_path_factory.mktemp("diff") / "repo")
+    revs = {"repo": str(repo), "base": git(repo, "rev-parse", "HEAD").strip()}
+    git(repo, "checkout", "-q", "-b", "feature")
+
+    # 1. A new job, a raised quota, a new image tag.
+    jobs = repo / "jobs"
+    (jobs / f"{NEW_JOB}.yaml").write_text((jobs / "tf-ps-mode.yaml").read_text().replace(
+        "name: tf-ps-mode", f"name: {NEW_JOB}"))
+    (jobs / "tf-mnist-dist.yaml").write_text((jobs / "tf-mnist-dist.yaml").read_text().replace(
+        "tf-mnist:2.11.0", "tf-mnist:2.12.0"))
+    platform = repo / "charts" / "platform.py"
+    assert '"persistentvolumeclaims": "100"' in platform.read_text()
+    platform.write_text(platform.read_text().replace('"persistentvolumeclaims": "100"', '"persistentvolumeclaims": "120"'))
+    revs["real"] = _synth_and_commit(repo, "add a job, raise the PVC quota, new image tag")
+
+    # 2. Cosmetic only: keys in reverse order, 1000m for 1 and 2048Mi for 2Gi, by hand in dist/.
+    path = repo / "dist" / "apps" / "training" / "tfjob.training.tf-ps-mode.yaml"
+    obj = yaml.safe_load(path.read_text())
+
+    def reverse(value):
+        if isinstance(value, dict):
+            return {k: reverse(value[k]) for k in reversed(list(value))}
+        return [reverse(v) for v in value] if isinstance(value, list) else value
+
+    text = yaml.safe_dump(reverse(obj), sort_keys=False).replace("cpu: '1'", "cpu: 1000m").replace(
+        "memory: 2Gi", "memory: 2048Mi")
+    assert "1000m" in text and "2048Mi" in text
+    path.write_text(text)
+    git(repo, "commit", "-qam", "cosmetic: key order and quantity spelling")
+    revs["cosmetic"] = git(repo, "rev-parse", "HEAD").strip()
+
+    # 3. A job file deleted: its TFJob and its checkpoint claim go.
+    (jobs / "tf-ps-mode.yaml").unlink()
+    revs["deleted"] = _synth_and_commit(repo, "delete the tf-ps-mode job")
+    return revs
+
+
+def _json(history, base: str, head: str) -> dict:
+    proc = _cli(Path(history["repo"]), "diff", history[base], history[head], "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _git_changes(history, base: str, head: str) -> set[tuple[str, str]]:
+    """The oracle: dist/ holds one object per file, so git's file status is the object's."""
+    out = git(Path(history["repo"]), "diff", "--name-status", "--no-renames", history[base], history[head], "--", "dist")
+    return {(STATUS[line.split("\t")[0]], line.split("\t")[1].removeprefix("dist/"))
+            for line in out.splitlines() if not line.endswith("/index.yaml")}
+
+
+def test_real_changes_are_listed_exactly(history):
+    doc = _json(history, "base", "real")
+    assert {(c["status"], c["file"]) for c in doc["changes"]} == _git_changes(history, "base", "real")
+    by_name = {(c["kind"], c["name"]): c for c in doc["changes"]}
+    assert by_name[("TFJob", NEW_JOB)]["status"] == "added"
+    assert by_name[("PersistentVolumeClaim", f"{NEW_JOB}-checkpoints")]["status"] == "added"
+    quota = by_name[("ResourceQuota", "training-quota")]
+    assert quota["application"] == "colocate-platform"
+    assert quota["fields"] == [{"path": "spec.hard.persistentvolumeclaims", "old": "100", "new": "120"}]
+    images = {f["path"]: (f["old"], f["new"]) for f in by_name[("TFJob", "tf-mnist-dist")]["fields"]}
+    assert images == {f"spec.tfReplicaSpecs.{role}.template.spec.containers[name=tensorflow].image":
+                      ("harbor.example.com/ml/tf-mnist:2.11.0", "harbor.example.com/ml/tf-mnist:2.12.0")
+                      for role in ("Master", "Worker")}
+    assert doc["dangerous"] == []
+    assert doc["policy"] == {"introduced": [], "resolved": []}
+
+
+def test_a_cosmetic_commit_is_no_change(history):
+    assert _git_changes(history, "real", "cosmetic"), "the cosmetic commit must change a file"
+    assert _json(history, "real", "cosmetic")["changes"] == []
+    proc = _cli(Path(history["repo"]), "diff", history["real"], history["cosmetic"])
+    assert "no change to any object" in proc.stdout
+
+
+def test_a_deleted_job_puts_its_checkpoint_claim_first_with_a_warning(history):
+    doc = _json(history, "cosmetic", "deleted")
+    assert {(c["status"], c["file"]) for c in doc["changes"]} == _git_changes(history, "cosmetic", "deleted")
+    first = doc["dangerous"][0]
+    assert (first["status"], first["kind"], first["name"]) == ("removed", "PersistentVolumeClaim", CHECKPOINTS_GONE)
+    assert "deletes its volume's data" in first["dangers"][0]["reason"]
+
+    text = _cli(Path(history["repo"]), "diff", history["cosmetic"], history["deleted"]).stdout.splitlines()
+    assert text[1:3] == ["", "DANGEROUS"]
+    assert text[3].startswith(f"  ! removed PersistentVolumeClaim training/{CHECKPOINTS_GONE} (colocate-training): ")
+
+
+def test_default_base_is_the_merge_base_with_main_and_head_the_working_tree(history):
+    repo = Path(history["repo"])
+    doc = json.loads(_cli(repo, "diff", "--format", "json", "--no-policy").stdout)
+    assert doc["head"] == "working tree" and doc["base"].startswith("merge-base ")
+    assert {(c["status"], c["file"]) for c in doc["changes"]} == _git_changes(history, "base", "deleted")
+
+
+def test_bad_revision_is_exit_2_without_traceback(history):
+    proc = _cli(Path(history["repo"]), "diff", "no-such-rev")
+    assert proc.returncode == 2
+    assert proc.stderr == f"colocate: error: unknown git revision 'no-such-rev' in {history['repo']}\n"
