@@ -85,7 +85,8 @@ def _md_code(text: str) -> str:
 
 def to_markdown(r: Review, limit: int = MARKDOWN_LIMIT) -> str:
     """Summary table first (every Application touched), dangers and policy impact, then the
-    details collapsed per Application; cut to ``limit`` characters at an object boundary."""
+    details collapsed per Application; details stop at an object boundary to stay under ``limit``
+    characters."""
     apps = r.by_app()
     head = [f"### colocate diff: {_md_code(r.base)} → {_md_code(r.head)}", "", f"**{_headline(r)}**", ""]
     if not r.changes:
@@ -117,7 +118,7 @@ def to_markdown(r: Review, limit: int = MARKDOWN_LIMIT) -> str:
             entry = f"- **{c.status}** {_md_code(str(c.key))} ({_md_code(c.file)})\n" + "".join(
                 f"  - {line}\n" for line in _field_lines(c, lambda p, o, n_: f"{_md_code(p)}: {_md_code(o)} → {_md_code(n_)}"))
             notice = _cut_notice(len(r.changes) - shown)
-            if len(text) + len(block) + len(entry) + len(closing) + len(notice) > limit:
+            if len(text) + len(block) + len(entry) + len(closing) + len(notice) >= limit:
                 return text + (block + closing if block != opening else "") + notice
             block += entry
             shown += 1
