@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from colocate.errors import ColocateError
+from colocate.errors import ColocateError, InputError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -52,11 +52,23 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from colocate.review import diff, formats
+    from colocate.review import capacity, diff, formats
 
-    result = diff.review(Path.cwd(), args.base, args.head, dist=args.dist,
-                         config_path=Path(args.config) if args.config else None, with_policy=not args.no_policy)
+    config = Path(args.config) if args.config else None
+    pools = None if args.no_capacity else (lambda: capacity.reference_pools(config))
+    result = diff.review(Path.cwd(), args.base, args.head, dist=args.dist, config_path=config,
+                         with_policy=not args.no_policy, pools=pools)
     sys.stdout.write(formats.FORMATS[args.format](result))
+    return EXIT_OK
+
+
+def _capacity(args: argparse.Namespace) -> int:
+    from colocate.review import capacity, formats
+
+    if not Path(args.path).is_dir():
+        raise InputError(args.path, "", "no such folder: name a dist/ folder")
+    usage = capacity.load(Path(args.path), capacity.reference_pools(Path(args.config) if args.config else None))
+    sys.stdout.write(formats.CAPACITY_FORMATS[args.format](usage))
     return EXIT_OK
 
 
@@ -90,7 +102,12 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     d.add_argument("--dist", default="dist", help="folder of the synth output in the repository (default: dist)")
     d.add_argument("--no-policy", action="store_true", help="skip running colocate check on both trees")
+    d.add_argument("--no-capacity", action="store_true", help="skip the requests per pool and tier")
     d.set_defaults(func=_diff)
+    k = sub.add_parser("capacity", help="requests per pool and tier against allocatable")
+    k.add_argument("path", nargs="?", default="dist", help="dist/ folder (default: dist)")
+    k.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    k.set_defaults(func=_capacity)
     r = sub.add_parser("rules", help="list every policy rule")
     r.set_defaults(func=_rules)
     return p

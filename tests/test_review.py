@@ -128,3 +128,12 @@ def test_bad_revision_is_exit_2_without_traceback(history):
     proc = _cli(Path(history["repo"]), "diff", "no-such-rev")
     assert proc.returncode == 2
     assert proc.stderr == f"colocate: error: unknown git revision 'no-such-rev' in {history['repo']}\n"
+
+
+def test_the_added_job_shows_as_its_requests_in_the_mixed_pool(history):
+    doc = _json(history, "base", "real")
+    offline = {(d["pool"], d["resource"]): d["after"] - d["before"] for d in doc["capacity"] if d["tier"] == "offline"}
+    # tf-extra is a copy of tf-ps-mode: 1 Master, 2 Workers, 2 PS at 1 CPU / 2Gi each.
+    assert offline == {("mixed", "cpu"): 5 * 1000, ("mixed", "memory"): 5 * 2 * 2**30}
+    text = _cli(Path(history["repo"]), "diff", history["base"], history["real"]).stdout
+    assert "  mixed offline cpu: 45 -> 50 (+5) of 189" in text

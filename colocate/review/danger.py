@@ -16,7 +16,8 @@ DATA_LOSS, RECREATE, PRIORITY, TAINT, POOL_MOVE, HARMLESS = range(6)
 #: Deleting these deletes data or everything inside them.
 _HOLDS_DATA = {
     "Namespace": "deleting a Namespace deletes every object in it",
-    "PersistentVolumeClaim": "deleting a PersistentVolumeClaim deletes its volume's data (Delete reclaim policy)",
+    "PersistentVolumeClaim": "deleting a PersistentVolumeClaim deletes its volume's data (with the StorageClass's "
+                             "usual Delete reclaim policy)",
     "PersistentVolume": "deleting a PersistentVolume can delete the disk behind it",
     "CustomResourceDefinition": "deleting a CustomResourceDefinition deletes every object of its kind",
     "StatefulSet": "deleting a StatefulSet stops the pods that own its volumes",
@@ -68,21 +69,26 @@ def _storage(obj: dict[str, Any]) -> Any:
     return (((obj.get("spec") or {}).get("resources") or {}).get("requests") or {}).get("storage")
 
 
-def pools(obj: dict[str, Any], kind: str) -> set[str]:
-    """Pools an object's pods may run in: the pool label in their nodeSelector or required
-    node affinity (``In``). Empty: anywhere."""
+def pod_pools(spec: dict[str, Any]) -> set[str]:
+    """Pools a pod may run in: the pool label in its nodeSelector or required node affinity
+    (``In``). Empty: anywhere."""
     out: set[str] = set()
-    for pod in pod_specs(Doc("", 0, {**obj, "kind": kind})):
-        selector = pod.spec.get("nodeSelector") or {}
-        if POOL_LABEL in selector:
-            out.add(selector[POOL_LABEL])
-        required = (((pod.spec.get("affinity") or {}).get("nodeAffinity") or {})
-                    .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-        for term in required.get("nodeSelectorTerms") or []:
-            for expr in term.get("matchExpressions") or []:
-                if expr.get("key") == POOL_LABEL and expr.get("operator") == "In":
-                    out.update(expr.get("values") or [])
+    selector = spec.get("nodeSelector") or {}
+    if POOL_LABEL in selector:
+        out.add(selector[POOL_LABEL])
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    for term in required.get("nodeSelectorTerms") or []:
+        for expr in term.get("matchExpressions") or []:
+            if expr.get("key") == POOL_LABEL and expr.get("operator") == "In":
+                out.update(expr.get("values") or [])
     return out
+
+
+def _pools(entry: Entry) -> set[str]:
+    """Pools any pod of the object may run in."""
+    doc = Doc(entry.file, 0, entry.obj)
+    return set().union(*(pod_pools(pod.spec) for pod in pod_specs(doc)))
 
 
 def changed(old: Entry, new: Entry, fields: list[FieldChange]) -> list[Danger]:
@@ -108,7 +114,7 @@ def changed(old: Entry, new: Entry, fields: list[FieldChange]) -> list[Danger]:
     if touched:
         out.append(Danger(TAINT, f"taints or tolerations change ({', '.join(touched)}): decides which pods may run "
                                  f"on which nodes, and which are evicted (NoExecute)"))
-    before_pools, after_pools = pools(old.obj, kind), pools(new.obj, kind)
+    before_pools, after_pools = _pools(old), _pools(new)
     if before_pools != after_pools:
         out.append(Danger(POOL_MOVE, f"pods move between pools: {', '.join(sorted(before_pools)) or 'any'} -> "
                                      f"{', '.join(sorted(after_pools)) or 'any'}"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from colocate.review import compare, danger, policy, tree
+from colocate.review import capacity, compare, danger, policy, tree
 from colocate.review.compare import FieldChange
 from colocate.review.danger import Danger
 from colocate.review.tree import Key
@@ -34,6 +34,8 @@ class Review:
     changes: tuple[ObjectChange, ...]
     #: None when the policy check was not asked for (``--no-policy``).
     policy: policy.PolicyImpact | None = None
+    #: Requests that change per pool and tier; None when not asked for (``--no-capacity``).
+    capacity: tuple[capacity.Delta, ...] | None = None
 
     @property
     def dangerous(self) -> tuple[ObjectChange, ...]:
@@ -68,9 +70,11 @@ def compare_trees(base: tree.Tree, head: tree.Tree) -> list[ObjectChange]:
 
 
 def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist: str = "dist",
-           config_path: Path | None = None, with_policy: bool = True) -> Review:
+           config_path: Path | None = None, with_policy: bool = True,
+           pools: capacity.PoolSource | None = None) -> Review:
     """Compare dist/ at ``base`` (default: merge-base with main) and ``head`` (default: the
-    working tree). Unknown revisions and a cwd outside git are bad input (exit 2)."""
+    working tree). ``pools`` gives the allocatable the capacity impact is measured against
+    (None: no capacity impact). Unknown revisions and a cwd outside git are bad input (exit 2)."""
     repo = tree.toplevel(cwd)
     base_rev = tree.resolve(repo, base) if base else tree.default_base(repo)
     head_rev = tree.resolve(repo, head) if head else None
@@ -78,5 +82,8 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
     with tree.checkout(repo, base_rev, dist) as base_root, tree.checkout(repo, head_rev, dist) as head_root:
         before, after = tree.load(base_label, base_root), tree.load(head_label, head_root)
         impact = policy.impact(base_root, head_root, config_path) if with_policy else None
+        if pools is not None:
+            known = pools()
+            load = capacity.deltas(capacity.load(base_root, known), capacity.load(head_root, known))
     changes = compare_trees(before, after)
-    return Review(base_label, head_label, tuple(changes), impact)
+    return Review(base_label, head_label, tuple(changes), impact, tuple(load) if pools is not None else None)

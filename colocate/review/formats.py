@@ -6,6 +6,8 @@ from dataclasses import asdict
 from typing import Any, Callable
 
 from colocate.checker import Finding
+from colocate.review import capacity
+from colocate.review.capacity import Delta, Usage
 from colocate.review.diff import ADDED, CHANGED, REMOVED, ObjectChange, Review
 
 JSON_VERSION = 1
@@ -36,8 +38,10 @@ def _headline(r: Review) -> str:
     apps = r.by_app()
     policy = "" if r.policy is None else \
         f"; policy: {len(r.policy.introduced)} findings introduced, {len(r.policy.resolved)} resolved"
+    over = [d for d in r.capacity or () if d.over]
+    full = f"; {len(over)} pool requests over allocatable" if over else ""
     return (f"{len(r.changes)} objects differ in {len(apps)} Applications ({n[ADDED]} added, {n[REMOVED]} removed, "
-            f"{n[CHANGED]} changed); {len(r.dangerous)} dangerous{policy}")
+            f"{n[CHANGED]} changed); {len(r.dangerous)} dangerous{policy}{full}")
 
 
 def _finding(f: Finding) -> str:
@@ -71,12 +75,31 @@ def to_text(r: Review) -> str:
         lines.append("\nPOLICY")
         lines += [f"  + {_finding(f)}" for f in r.policy.introduced]
         lines += [f"  - {_finding(f)}" for f in r.policy.resolved]
+    if r.capacity:
+        lines.append(f"\nCAPACITY (requests; {_ALLOC_NOTE})")
+        lines += [f"  {' '.join(cells[:3])}: {cells[3]} -> {cells[4]} ({cells[5]}) of {cells[6]}{cells[7]}"
+                  for cells in map(_delta_cells, r.capacity)]
     for app, changes in r.by_app().items():
         lines.append(f"\n{app}")
         for c in changes:
             lines.append(f"  {c.status:8} {c.key}  ({c.file})")
             lines += [f"      {p}: {o} -> {n}" for p, o, n in ((f.path, show(f.old), show(f.new)) for f in c.fields)]
     return "\n".join(lines) + "\n"
+
+
+_ALLOC_NOTE = "allocatable of the pools in the current source"
+
+
+def _printer(resource: str):
+    return next(p for name, _, p in capacity.RESOURCES if name == resource)
+
+
+def _delta_cells(d: Delta) -> list[str]:
+    """pool, tier, resource, before, after, delta, allocatable, and an over-allocatable note."""
+    show_ = _printer(d.resource)
+    alloc = "-" if d.allocatable is None else show_(d.allocatable)
+    return [d.pool, d.tier, d.resource, show_(d.before), show_(d.after), capacity.signed(d.after - d.before, show_),
+            alloc, " (over allocatable: pods stop fitting)" if d.over else ""]
 
 
 def _md_code(text: str) -> str:
@@ -104,6 +127,11 @@ def to_markdown(r: Review, limit: int = MARKDOWN_LIMIT) -> str:
         head += ["", f"#### Policy: {len(r.policy.introduced)} introduced, {len(r.policy.resolved)} resolved", ""]
         head += _capped(list(r.policy.introduced), lambda f: f"- ➕ {_md_code(_finding(f))}")
         head += _capped(list(r.policy.resolved), lambda f: f"- ✔️ resolved: {_md_code(_finding(f))}")
+    if r.capacity:
+        head += ["", f"#### Capacity: requests per pool and tier ({_ALLOC_NOTE})", "",
+                 "| pool | tier | resource | before | after | delta | allocatable |", "|---|---|---|---:|---:|---:|---:|"]
+        head += _capped(list(r.capacity), lambda d: "| " + " | ".join(_delta_cells(d)[:6]) + " | "
+                        + _delta_cells(d)[6] + ("⚠️ over" if d.over else "") + " |")
     text = "\n".join(head) + "\n"
     if r.changes:
         text += "\n#### Details\n"
@@ -144,6 +172,8 @@ def to_json(r: Review) -> str:
         "dangerous": [change(c) for c in r.dangerous],
         "changes": [change(c) for c in r.changes],
     }
+    if r.capacity is not None:
+        doc["capacity"] = [asdict(d) for d in r.capacity]
     if r.policy is not None:
         doc["policy"] = {"introduced": [asdict(f) for f in r.policy.introduced],
                          "resolved": [asdict(f) for f in r.policy.resolved]}
@@ -151,3 +181,38 @@ def to_json(r: Review) -> str:
 
 
 FORMATS = {"text": to_text, "markdown": to_markdown, "json": to_json}
+
+
+def _capacity_table(u: Usage) -> tuple[list[str], list[list[str]]]:
+    """Header and cells of the per-pool table: requests by tier, total, allocatable, share."""
+    header = ["pool", "resource", *u.tiers, "requested", "allocatable", "used"]
+    body = []
+    for row in capacity.rows(u):
+        show_ = _printer(row.resource)
+        used = f"{100 * row.total / row.allocatable:.0f}%" if row.allocatable else "-"
+        body.append([row.pool, row.resource, *(show_(row.by_tier[t]) if t in row.by_tier else "-" for t in u.tiers),
+                     show_(row.total), "-" if row.allocatable is None else show_(row.allocatable), used])
+    return header, body
+
+
+def capacity_text(u: Usage) -> str:
+    header, body = _capacity_table(u)
+    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in [header, *body]) + "\n"
+
+
+def capacity_markdown(u: Usage) -> str:
+    header, body = _capacity_table(u)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 2 + "---:|" * (len(header) - 2)]
+    return "\n".join(lines + ["| " + " | ".join(cells) + " |" for cells in body]) + "\n"
+
+
+def capacity_json(u: Usage) -> str:
+    rows = [{**asdict(r), "byTier": r.by_tier} for r in capacity.rows(u)]
+    for r in rows:
+        del r["by_tier"]
+    return json.dumps({"version": JSON_VERSION, "units": {"cpu": "millicores", "memory": "bytes", capacity.GPU: "devices"},
+                       "rows": rows}, indent=2, sort_keys=True) + "\n"
+
+
+CAPACITY_FORMATS = {"text": capacity_text, "markdown": capacity_markdown, "json": capacity_json}

@@ -1,0 +1,209 @@
+"""Requested CPU, memory and GPUs per pool and tier, against the pool's allocatable.
+
+Requests come from the objects in a dist/ tree: every pod template times its replicas
+(Deployment, StatefulSet, ReplicaSet: ``spec.replicas``; TFJob: each replica type's
+``replicas``; Job: ``parallelism``; DaemonSet: one pod per node of its pools). A pod's request
+is what the scheduler counts: the sum over its containers, or the largest init container when
+that is larger; a container with limits but no requests requests its limits (API defaulting).
+Its pool is the ``colocate.io/pool`` in its nodeSelector or required node affinity; its tier the
+``colocate.io/tier`` label of its PriorityClass, else of its Namespace, else ``platform``.
+
+Allocatable comes from a ``PoolSource``: the seam for the cluster's pool model. Objects
+applied from Helm charts or upstream repositories (kube-prometheus-stack, dcgm-exporter, the
+training-operator) are not in dist/ and not counted; neither are CronJobs (not always running)
+nor LimitRange defaults.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from colocate import manifests, quantity
+from colocate.constructs.node_pool import Resources
+from colocate.constructs.priority_tiers import TIER_LABEL
+from colocate.manifests import Doc, PodSpec
+from colocate.review.danger import pod_pools
+
+#: Tier of pods whose PriorityClass and Namespace carry no tier label.
+DEFAULT_TIER = "platform"
+#: Row for pods not pinned to exactly one pool.
+UNPINNED = "(unpinned)"
+GPU = "nvidia.com/gpu"
+ZERO = Resources(0, 0, 0)
+
+
+@dataclass(frozen=True)
+class Pool:
+    """What capacity needs to know of a node pool."""
+
+    name: str
+    nodes: int
+    #: The whole pool's allocatable (every node's, summed).
+    allocatable: Resources
+
+
+#: Where pools come from. Today: the cluster model of the current source (reference_pools).
+PoolSource = Callable[[], Sequence[Pool]]
+
+
+def reference_pools(config_path: Path | None = None) -> tuple[Pool, ...]:
+    """The pools of the current source's cluster, with the allocatable NodePool computes."""
+    from colocate import app, config as config_mod
+    from colocate.charts.nodes import NodePoolChart
+
+    config = config_mod.load(config_path) if config_path else config_mod.load()
+    charts = [c for c in app.build(config).charts if isinstance(c, NodePoolChart)]
+    return tuple(Pool(c.pool.name, c.pool.props.nodes, c.pool.total_allocatable) for c in charts)
+
+
+def add(a: Resources, b: Resources, times: int = 1) -> Resources:
+    return Resources(a.cpu_milli + times * b.cpu_milli, a.memory_bytes + times * b.memory_bytes, a.gpus + times * b.gpus)
+
+
+def _container(container: dict) -> Resources:
+    resources = container.get("resources") or {}
+    requests = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+    return Resources(quantity.millicores(requests.get("cpu", 0)), quantity.to_bytes(requests.get("memory", 0)),
+                     int(quantity.parse(requests.get(GPU, 0))))
+
+
+def pod_request(spec: dict) -> Resources:
+    """What the scheduler reserves for one pod of this spec."""
+    total = ZERO
+    for container in spec.get("containers") or []:
+        total = add(total, _container(container))
+    for init in spec.get("initContainers") or []:
+        r = _container(init)
+        total = Resources(max(total.cpu_milli, r.cpu_milli), max(total.memory_bytes, r.memory_bytes), max(total.gpus, r.gpus))
+    return total
+
+
+def _replicas(pod: PodSpec, nodes: int) -> int:
+    doc = pod.doc
+    spec = doc.obj.get("spec") or {}
+    if doc.kind == "TFJob":
+        return int((spec.get("tfReplicaSpecs") or {}).get(pod.role, {}).get("replicas", 1))
+    if doc.kind == "DaemonSet":
+        return nodes
+    if doc.kind == "Job":
+        return int(spec.get("parallelism", 1))
+    if doc.kind == "CronJob":
+        return 0
+    return int(spec.get("replicas", 1)) if doc.kind != "Pod" else 1
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Requests by pool, then tier, and each pool's allocatable."""
+
+    requests: dict[str, dict[str, Resources]]
+    allocatable: dict[str, Resources]
+
+    def total(self, pool: str) -> Resources:
+        out = ZERO
+        for r in self.requests.get(pool, {}).values():
+            out = add(out, r)
+        return out
+
+    @property
+    def pools(self) -> list[str]:
+        return sorted(set(self.allocatable) | set(self.requests), key=lambda p: (p == UNPINNED, p))
+
+    @property
+    def tiers(self) -> list[str]:
+        return sorted({t for by_tier in self.requests.values() for t in by_tier})
+
+
+def _tier_of(docs: Iterable[Doc]) -> Callable[[PodSpec], str]:
+    by_class = {d.name: (d.metadata.get("labels") or {}).get(TIER_LABEL) for d in docs if d.kind == "PriorityClass"}
+    by_ns = {d.name: (d.metadata.get("labels") or {}).get(TIER_LABEL) for d in docs if d.kind == "Namespace"}
+    return lambda pod: by_class.get(pod.spec.get("priorityClassName") or "") or by_ns.get(pod.doc.namespace) \
+        or DEFAULT_TIER
+
+
+def usage(docs: list[Doc], pools: Sequence[Pool]) -> Usage:
+    nodes = {p.name: p.nodes for p in pools}
+    tier_of = _tier_of(docs)
+    requests: dict[str, dict[str, Resources]] = {}
+    for doc in docs:
+        for pod in manifests.pod_specs(doc):
+            where = pod_pools(pod.spec)
+            pool = next(iter(where)) if len(where) == 1 else UNPINNED
+            count = _replicas(pod, nodes.get(pool, 0) if pool != UNPINNED else sum(nodes.values()))
+            by_tier = requests.setdefault(pool, {})
+            tier = tier_of(pod)
+            by_tier[tier] = add(by_tier.get(tier, ZERO), pod_request(pod.spec), count)
+    return Usage(requests, {p.name: p.allocatable for p in pools})
+
+
+def load(root: Path, pools: Sequence[Pool]) -> Usage:
+    """Usage of a dist/ folder (empty when it does not exist)."""
+    docs = [d for d in manifests.load([root]) if d.is_api_object] if root.is_dir() else []
+    return usage(docs, pools)
+
+
+#: (name, accessor, printer) of each resource the table shows.
+RESOURCES: tuple[tuple[str, Callable[[Resources], int], Callable[[int], str]], ...] = (
+    ("cpu", lambda r: r.cpu_milli, quantity.format_cpu),
+    ("memory", lambda r: r.memory_bytes, quantity.format_bytes),
+    (GPU, lambda r: r.gpus, str),
+)
+
+
+def signed(value: int, printer: Callable[[int], str]) -> str:
+    return "0" if value == 0 else ("+" if value > 0 else "-") + printer(abs(value))
+
+
+@dataclass(frozen=True)
+class Row:
+    """One pool and resource: requests by tier, their total, the allocatable."""
+
+    pool: str
+    resource: str
+    by_tier: dict[str, int]
+    total: int
+    allocatable: int | None
+
+
+def rows(u: Usage) -> list[Row]:
+    out = []
+    for pool in u.pools:
+        alloc = u.allocatable.get(pool)
+        for name, get, _ in RESOURCES:
+            by_tier = {t: get(r) for t, r in u.requests.get(pool, {}).items()}
+            out.append(Row(pool, name, by_tier, get(u.total(pool)), get(alloc) if alloc else None))
+    return out
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A request that changes: pool, tier (or ``total``), resource, before, after, allocatable."""
+
+    pool: str
+    tier: str
+    resource: str
+    before: int
+    after: int
+    allocatable: int | None
+
+    @property
+    def over(self) -> bool:
+        """The pool's total request now exceeds its allocatable: some pods stop fitting."""
+        return self.tier == "total" and self.allocatable is not None and self.after > self.allocatable
+
+
+def deltas(before: Usage, after: Usage) -> list[Delta]:
+    """Every pool/tier/resource whose request changes, and the pool totals that do."""
+    out = []
+    old, new = {(r.pool, r.resource): r for r in rows(before)}, {(r.pool, r.resource): r for r in rows(after)}
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        alloc = (b or a).allocatable
+        tiers = sorted(set(a.by_tier if a else {}) | set(b.by_tier if b else {}))
+        for tier in tiers + ["total"]:
+            x = (a.total if tier == "total" else a.by_tier.get(tier, 0)) if a else 0
+            y = (b.total if tier == "total" else b.by_tier.get(tier, 0)) if b else 0
+            if x != y:
+                out.append(Delta(key[0], tier, key[1], x, y, alloc))
+    return out

@@ -1,0 +1,77 @@
+"""`colocate capacity` on the reference dist/: its sums against the requests in dist/."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from decimal import Decimal
+
+import yaml
+
+from colocate import ROOT, config as config_mod, quantity
+from colocate.cluster import reference
+from tests.helpers import colocate
+
+DIST = ROOT / "dist"
+
+
+def _requests(spec: dict) -> tuple[Decimal, Decimal, Decimal]:
+    """One pod: containers summed, the largest init container when larger (requests, else limits)."""
+    def one(c):
+        res = c.get("resources") or {}
+        req = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+        return tuple(quantity.parse(req.get(k, 0)) for k in ("cpu", "memory", "nvidia.com/gpu"))
+    total = [sum(one(c)[i] for c in spec["containers"]) for i in range(3)]
+    for c in spec.get("initContainers") or []:
+        total = [max(total[i], one(c)[i]) for i in range(3)]
+    return tuple(total)
+
+
+def _pool(spec: dict) -> str:
+    if "colocate.io/pool" in (spec.get("nodeSelector") or {}):
+        return spec["nodeSelector"]["colocate.io/pool"]
+    (term,) = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    (expr,) = [e for e in term["matchExpressions"] if e["key"] == "colocate.io/pool"]
+    (pool,) = expr["values"]
+    return pool
+
+
+def test_capacity_sums_match_the_requests_in_dist():
+    nodes = {p.name: p.nodes for p in reference(config_mod.load()).pools}
+    want: dict[str, list[Decimal]] = defaultdict(lambda: [Decimal(0)] * 3)
+    for path in sorted(DIST.glob("apps/*/*.yaml")):
+        obj = yaml.safe_load(path.read_text())
+        pods = []  # (spec, count)
+        if obj["kind"] == "TFJob":
+            pods = [(r["template"]["spec"], r.get("replicas", 1)) for r in obj["spec"]["tfReplicaSpecs"].values()]
+        elif obj["kind"] in ("Deployment", "StatefulSet"):
+            pods = [(obj["spec"]["template"]["spec"], obj["spec"].get("replicas", 1))]
+        elif obj["kind"] == "DaemonSet":
+            spec = obj["spec"]["template"]["spec"]
+            pods = [(spec, nodes[_pool(spec)])]
+        for spec, count in pods:
+            for i, value in enumerate(_requests(spec)):
+                want[_pool(spec)][i] += count * value
+    assert want, "no workloads found in dist/"
+
+    proc = colocate("capacity", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    got = {(r["pool"], r["resource"]): r["total"] for r in json.loads(proc.stdout)["rows"]}
+    for pool, (cpu, memory, gpus) in want.items():
+        assert got[(pool, "cpu")] == cpu * 1000 and got[(pool, "memory")] == memory
+        assert got[(pool, "nvidia.com/gpu")] == gpus
+    assert {p for p, _ in got} == set(nodes), "a row per pool, even an empty one"
+
+
+def test_capacity_text_is_a_table_per_pool_and_resource():
+    proc = colocate("capacity")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["pool", "resource", "background", "offline", "online", "requested", "allocatable", "used"]
+    assert len(lines) == 1 + 3 * len(reference(config_mod.load()).pools)
+    mixed_gpu = next(l.split() for l in lines if l.startswith("mixed") and "nvidia.com/gpu" in l)
+    assert mixed_gpu[-3:] == ["7", "12", "58%"]  # 4 recsys-train + 3 tf-mnist-dist Workers of the 6x2 GPUs
+
+
+def test_capacity_of_a_missing_folder_is_exit_2():
+    proc = colocate("capacity", "no-such-dist")
+    assert proc.returncode == 2 and "no-such-dist: no such folder" in proc.stderr
