@@ -4,7 +4,6 @@ from __future__ import annotations
 import filecmp
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 import yaml

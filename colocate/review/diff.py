@@ -82,8 +82,8 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
     with tree.checkout(repo, base_rev, dist) as base_root, tree.checkout(repo, head_rev, dist) as head_root:
         before, after = tree.load(base_label, base_root), tree.load(head_label, head_root)
         impact = policy.impact(base_root, head_root, config_path) if with_policy else None
+        load = None
         if pools is not None:
             known = pools()
-            load = capacity.deltas(capacity.load(base_root, known), capacity.load(head_root, known))
-    changes = compare_trees(before, after)
-    return Review(base_label, head_label, tuple(changes), impact, tuple(load) if pools is not None else None)
+            load = tuple(capacity.deltas(capacity.load(base_root, known), capacity.load(head_root, known)))
+    return Review(base_label, head_label, tuple(compare_trees(before, after)), impact, load)
