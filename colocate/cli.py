@@ -63,12 +63,13 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _capacity(args: argparse.Namespace) -> int:
-    from colocate.review import capacity, formats
+    from colocate.review import capacity, formats, quota
 
     if not Path(args.path).is_dir():
         raise InputError(args.path, "", "no such folder: name a dist/ folder")
-    usage = capacity.load(Path(args.path), capacity.reference_pools(Path(args.config) if args.config else None))
-    sys.stdout.write(formats.CAPACITY_FORMATS[args.format](usage))
+    docs = capacity.api_objects(Path(args.path))
+    pools = capacity.reference_pools(Path(args.config) if args.config else None)
+    sys.stdout.write(formats.CAPACITY_FORMATS[args.format](capacity.usage(docs, pools), quota.uses(docs, pools)))
     return EXIT_OK
 
 
@@ -104,7 +105,7 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--no-policy", action="store_true", help="skip running colocate check on both trees")
     d.add_argument("--no-capacity", action="store_true", help="skip the requests per pool and tier")
     d.set_defaults(func=_diff)
-    k = sub.add_parser("capacity", help="requests per pool and tier against allocatable")
+    k = sub.add_parser("capacity", help="requests per pool and tier against allocatable, and quota use")
     k.add_argument("path", nargs="?", default="dist", help="dist/ folder (default: dist)")
     k.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     k.set_defaults(func=_capacity)

@@ -38,6 +38,8 @@ def _pool(spec: dict) -> str:
 def test_capacity_sums_match_the_requests_in_dist():
     nodes = {p.name: p.nodes for p in reference(config_mod.load()).pools}
     want: dict[str, list[Decimal]] = defaultdict(lambda: [Decimal(0)] * 3)
+    per_namespace: dict[str, list[Decimal]] = defaultdict(lambda: [Decimal(0)] * 3)
+    claims: dict[str, int] = defaultdict(int)
     for path in sorted(DIST.glob("apps/*/*.yaml")):
         obj = yaml.safe_load(path.read_text())
         pods = []  # (spec, count)
@@ -48,9 +50,12 @@ def test_capacity_sums_match_the_requests_in_dist():
         elif obj["kind"] == "DaemonSet":
             spec = obj["spec"]["template"]["spec"]
             pods = [(spec, nodes[_pool(spec)])]
+        elif obj["kind"] == "PersistentVolumeClaim":
+            claims[obj["metadata"]["namespace"]] += 1
         for spec, count in pods:
             for i, value in enumerate(_requests(spec)):
                 want[_pool(spec)][i] += count * value
+                per_namespace[obj["metadata"]["namespace"]][i] += count * value
     assert want, "no workloads found in dist/"
 
     proc = colocate("capacity", "--format", "json")
@@ -61,15 +66,26 @@ def test_capacity_sums_match_the_requests_in_dist():
         assert got[(pool, "nvidia.com/gpu")] == gpus
     assert {p for p, _ in got} == set(nodes), "a row per pool, even an empty one"
 
+    used = {(q["namespace"], q["resource"]): q["used"] for q in json.loads(proc.stdout)["quotas"]}
+    assert {ns for ns, _ in used} == {"online", "training"}
+    for ns in ("online", "training"):
+        cpu, memory, gpus = per_namespace[ns]
+        assert used[(ns, "requests.cpu")] == cpu * 1000 and used[(ns, "requests.memory")] == memory
+        assert used[(ns, "requests.nvidia.com/gpu")] == gpus
+    assert used[("training", "persistentvolumeclaims")] == claims["training"] == 3
+
 
 def test_capacity_text_is_a_table_per_pool_and_resource():
     proc = colocate("capacity")
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
+    pools, quotas = proc.stdout.split("\n\n")
+    lines = pools.splitlines()
     assert lines[0].split() == ["pool", "resource", "background", "offline", "online", "requested", "allocatable", "used"]
     assert len(lines) == 1 + 3 * len(reference(config_mod.load()).pools)
     mixed_gpu = next(l.split() for l in lines if l.startswith("mixed") and "nvidia.com/gpu" in l)
     assert mixed_gpu[-3:] == ["7", "12", "58%"]  # 4 recsys-train + 3 tf-mnist-dist Workers of the 6x2 GPUs
+    assert quotas.splitlines()[0].split() == ["quota", "resource", "used", "hard", "share"]
+    assert "training/training-quota  persistentvolumeclaims   3      100" in quotas
 
 
 def test_capacity_of_a_missing_folder_is_exit_2():

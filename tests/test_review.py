@@ -137,3 +137,8 @@ def test_the_added_job_shows_as_its_requests_in_the_mixed_pool(history):
     assert offline == {("mixed", "cpu"): 5 * 1000, ("mixed", "memory"): 5 * 2 * 2**30}
     text = _cli(Path(history["repo"]), "diff", history["base"], history["real"]).stdout
     assert "  mixed offline cpu: 45 -> 50 (+5) of 189" in text
+    quota = {q["resource"]: (q["used_before"], q["used_after"], q["hard_before"], q["hard_after"])
+             for q in doc["quota"] if q["quota"] == "training-quota"}
+    assert quota["persistentvolumeclaims"] == (3, 4, 100, 120)
+    assert quota["requests.cpu"][:2] == (45_000, 50_000)
+    assert "  training/training-quota persistentvolumeclaims: 3 -> 4 of 100 -> 120" in text

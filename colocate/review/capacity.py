@@ -61,25 +61,28 @@ def add(a: Resources, b: Resources, times: int = 1) -> Resources:
     return Resources(a.cpu_milli + times * b.cpu_milli, a.memory_bytes + times * b.memory_bytes, a.gpus + times * b.gpus)
 
 
-def _container(container: dict) -> Resources:
+def _container(container: dict, which: str) -> Resources:
     resources = container.get("resources") or {}
-    requests = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-    return Resources(quantity.millicores(requests.get("cpu", 0)), quantity.to_bytes(requests.get("memory", 0)),
-                     int(quantity.parse(requests.get(GPU, 0))))
+    values = dict(resources.get("limits") or {})
+    if which == "requests":
+        values.update(resources.get("requests") or {})
+    return Resources(quantity.millicores(values.get("cpu", 0)), quantity.to_bytes(values.get("memory", 0)),
+                     int(quantity.parse(values.get(GPU, 0))))
 
 
-def pod_request(spec: dict) -> Resources:
-    """What the scheduler reserves for one pod of this spec."""
+def pod_resources(spec: dict, which: str = "requests") -> Resources:
+    """What one pod of this spec requests (what the scheduler reserves), or its limits."""
     total = ZERO
     for container in spec.get("containers") or []:
-        total = add(total, _container(container))
+        total = add(total, _container(container, which))
     for init in spec.get("initContainers") or []:
-        r = _container(init)
+        r = _container(init, which)
         total = Resources(max(total.cpu_milli, r.cpu_milli), max(total.memory_bytes, r.memory_bytes), max(total.gpus, r.gpus))
     return total
 
 
-def _replicas(pod: PodSpec, nodes: int) -> int:
+def replicas(pod: PodSpec, nodes: int) -> int:
+    """How many pods of this spec run at once; ``nodes``: how many nodes a DaemonSet covers."""
     doc = pod.doc
     spec = doc.obj.get("spec") or {}
     if doc.kind == "TFJob":
@@ -122,25 +125,35 @@ def _tier_of(docs: Iterable[Doc]) -> Callable[[PodSpec], str]:
         or DEFAULT_TIER
 
 
+def pool_of(pod: PodSpec) -> str:
+    where = pod_pools(pod.spec)
+    return next(iter(where)) if len(where) == 1 else UNPINNED
+
+
+def daemonset_nodes(pod: PodSpec, nodes: dict[str, int]) -> int:
+    """Nodes a DaemonSet's pods run on: its pool's, or every node when it is not pinned."""
+    pool = pool_of(pod)
+    return nodes.get(pool, 0) if pool != UNPINNED else sum(nodes.values())
+
+
 def usage(docs: list[Doc], pools: Sequence[Pool]) -> Usage:
     nodes = {p.name: p.nodes for p in pools}
     tier_of = _tier_of(docs)
     requests: dict[str, dict[str, Resources]] = {}
     for doc in docs:
         for pod in manifests.pod_specs(doc):
-            where = pod_pools(pod.spec)
-            pool = next(iter(where)) if len(where) == 1 else UNPINNED
-            count = _replicas(pod, nodes.get(pool, 0) if pool != UNPINNED else sum(nodes.values()))
+            pool = pool_of(pod)
+            count = replicas(pod, daemonset_nodes(pod, nodes))
             by_tier = requests.setdefault(pool, {})
             tier = tier_of(pod)
-            by_tier[tier] = add(by_tier.get(tier, ZERO), pod_request(pod.spec), count)
+            by_tier[tier] = add(by_tier.get(tier, ZERO), pod_resources(pod.spec), count)
     return Usage(requests, {p.name: p.allocatable for p in pools})
 
 
-def load(root: Path, pools: Sequence[Pool]) -> Usage:
-    """Usage of a dist/ folder (empty when it does not exist)."""
-    docs = [d for d in manifests.load([root]) if d.is_api_object] if root.is_dir() else []
-    return usage(docs, pools)
+def api_objects(root: Path) -> list[Doc]:
+    """The API objects of a dist/ folder (none when it does not exist)."""
+    return [d for d in manifests.load([root]) if d.is_api_object] if root.is_dir() else []
+
 
 
 #: (name, accessor, printer) of each resource the table shows.

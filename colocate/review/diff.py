@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from colocate.review import capacity, compare, danger, policy, tree
+from colocate.review import capacity, compare, danger, policy, quota, tree
 from colocate.review.compare import FieldChange
 from colocate.review.danger import Danger
 from colocate.review.tree import Key
@@ -36,6 +36,8 @@ class Review:
     policy: policy.PolicyImpact | None = None
     #: Requests that change per pool and tier; None when not asked for (``--no-capacity``).
     capacity: tuple[capacity.Delta, ...] | None = None
+    #: ResourceQuota rows whose use or hard limit changes; None with the capacity.
+    quota: tuple[quota.QuotaDelta, ...] | None = None
 
     @property
     def dangerous(self) -> tuple[ObjectChange, ...]:
@@ -82,8 +84,10 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
     with tree.checkout(repo, base_rev, dist) as base_root, tree.checkout(repo, head_rev, dist) as head_root:
         before, after = tree.load(base_label, base_root), tree.load(head_label, head_root)
         impact = policy.impact(base_root, head_root, config_path) if with_policy else None
-        load = None
+        load = quotas = None
         if pools is not None:
             known = pools()
-            load = tuple(capacity.deltas(capacity.load(base_root, known), capacity.load(head_root, known)))
-    return Review(base_label, head_label, tuple(compare_trees(before, after)), impact, load)
+            old, new = capacity.api_objects(base_root), capacity.api_objects(head_root)
+            load = tuple(capacity.deltas(capacity.usage(old, known), capacity.usage(new, known)))
+            quotas = tuple(quota.deltas(quota.uses(old, known), quota.uses(new, known)))
+    return Review(base_label, head_label, tuple(compare_trees(before, after)), impact, load, quotas)

@@ -6,8 +6,9 @@ from dataclasses import asdict
 from typing import Any, Callable
 
 from colocate.checker import Finding
-from colocate.review import capacity
+from colocate.review import capacity, quota
 from colocate.review.capacity import Delta, Usage
+from colocate.review.quota import QuotaDelta, QuotaUse
 from colocate.review.diff import ADDED, CHANGED, REMOVED, ObjectChange, Review
 
 JSON_VERSION = 1
@@ -40,8 +41,15 @@ def _headline(r: Review) -> str:
         f"; policy: {len(r.policy.introduced)} findings introduced, {len(r.policy.resolved)} resolved"
     over = [d for d in r.capacity or () if d.over]
     full = f"; {len(over)} pool requests over allocatable" if over else ""
-    return (f"{len(r.changes)} objects differ in {len(apps)} Applications ({n[ADDED]} added, {n[REMOVED]} removed, "
+    refused = [q for q in r.quota or () if q.over]
+    full += f"; {len(refused)} quotas exceeded" if refused else ""
+    return (f"{_plural(len(r.changes), 'object')} differ in {_plural(len(apps), 'Application')} "
+            f"({n[ADDED]} added, {n[REMOVED]} removed, "
             f"{n[CHANGED]} changed); {len(r.dangerous)} dangerous{policy}{full}")
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def _finding(f: Finding) -> str:
@@ -79,6 +87,9 @@ def to_text(r: Review) -> str:
         lines.append(f"\nCAPACITY (requests; {_ALLOC_NOTE})")
         lines += [f"  {' '.join(cells[:3])}: {cells[3]} -> {cells[4]} ({cells[5]}) of {cells[6]}{cells[7]}"
                   for cells in map(_delta_cells, r.capacity)]
+    if r.quota:
+        lines.append("\nQUOTA (used of hard)")
+        lines += [f"  {c[0]} {c[1]}: {c[2]} -> {c[3]} of {c[4]} -> {c[5]}{c[6]}" for c in map(_quota_cells, r.quota)]
     for app, changes in r.by_app().items():
         lines.append(f"\n{app}")
         for c in changes:
@@ -100,6 +111,14 @@ def _delta_cells(d: Delta) -> list[str]:
     alloc = "-" if d.allocatable is None else show_(d.allocatable)
     return [d.pool, d.tier, d.resource, show_(d.before), show_(d.after), capacity.signed(d.after - d.before, show_),
             alloc, " (over allocatable: pods stop fitting)" if d.over else ""]
+
+
+def _quota_cells(q: QuotaDelta) -> list[str]:
+    """namespace/quota, resource, used before, used after, hard before, hard after, a note."""
+    show_ = quota.printer(q.resource)
+    hard = ["-" if h is None else show_(h) for h in (q.hard_before, q.hard_after)]
+    return [f"{q.namespace}/{q.quota}", q.resource, show_(q.used_before), show_(q.used_after), *hard,
+            " (exceeded: the quota refuses the pods past it)" if q.over else ""]
 
 
 def _md_code(text: str) -> str:
@@ -132,6 +151,12 @@ def to_markdown(r: Review, limit: int = MARKDOWN_LIMIT) -> str:
                  "| pool | tier | resource | before | after | delta | allocatable |", "|---|---|---|---:|---:|---:|---:|"]
         head += _capped(list(r.capacity), lambda d: "| " + " | ".join(_delta_cells(d)[:6]) + " | "
                         + _delta_cells(d)[6] + ("⚠️ over" if d.over else "") + " |")
+    if r.quota:
+        head += ["", "#### ResourceQuota use", "",
+                 "| namespace/quota | resource | used before | used after | hard before | hard after |",
+                 "|---|---|---:|---:|---:|---:|"]
+        head += _capped(list(r.quota), lambda q: "| " + " | ".join(_quota_cells(q)[:6]) + (" ⚠️ exceeded" if q.over else "")
+                        + " |")
     text = "\n".join(head) + "\n"
     if r.changes:
         text += "\n#### Details\n"
@@ -174,6 +199,8 @@ def to_json(r: Review) -> str:
     }
     if r.capacity is not None:
         doc["capacity"] = [asdict(d) for d in r.capacity]
+    if r.quota is not None:
+        doc["quota"] = [asdict(q) for q in r.quota]
     if r.policy is not None:
         doc["policy"] = {"introduced": [asdict(f) for f in r.policy.introduced],
                          "resolved": [asdict(f) for f in r.policy.resolved]}
@@ -195,24 +222,36 @@ def _capacity_table(u: Usage) -> tuple[list[str], list[list[str]]]:
     return header, body
 
 
-def capacity_text(u: Usage) -> str:
-    header, body = _capacity_table(u)
+def _quota_table(uses: list[QuotaUse]) -> tuple[list[str], list[list[str]]]:
+    body = [[f"{q.namespace}/{q.quota}", q.resource, quota.printer(q.resource)(q.used), quota.printer(q.resource)(q.hard),
+             f"{100 * q.used / q.hard:.0f}%" if q.hard else "-"] for q in uses]
+    return ["quota", "resource", "used", "hard", "share"], body
+
+
+def _columns(header: list[str], body: list[list[str]]) -> str:
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in [header, *body]) + "\n"
 
 
-def capacity_markdown(u: Usage) -> str:
-    header, body = _capacity_table(u)
+def _md_table(header: list[str], body: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 2 + "---:|" * (len(header) - 2)]
     return "\n".join(lines + ["| " + " | ".join(cells) + " |" for cells in body]) + "\n"
 
 
-def capacity_json(u: Usage) -> str:
+def capacity_text(u: Usage, uses: list[QuotaUse]) -> str:
+    return _columns(*_capacity_table(u)) + ("\n" + _columns(*_quota_table(uses)) if uses else "")
+
+
+def capacity_markdown(u: Usage, uses: list[QuotaUse]) -> str:
+    return _md_table(*_capacity_table(u)) + ("\n" + _md_table(*_quota_table(uses)) if uses else "")
+
+
+def capacity_json(u: Usage, uses: list[QuotaUse]) -> str:
     rows = [{**asdict(r), "byTier": r.by_tier} for r in capacity.rows(u)]
     for r in rows:
         del r["by_tier"]
     return json.dumps({"version": JSON_VERSION, "units": {"cpu": "millicores", "memory": "bytes", capacity.GPU: "devices"},
-                       "rows": rows}, indent=2, sort_keys=True) + "\n"
+                       "rows": rows, "quotas": [asdict(q) for q in uses]}, indent=2, sort_keys=True) + "\n"
 
 
 CAPACITY_FORMATS = {"text": capacity_text, "markdown": capacity_markdown, "json": capacity_json}
