@@ -142,3 +142,17 @@ def test_the_added_job_shows_as_its_requests_in_the_mixed_pool(history):
     assert quota["persistentvolumeclaims"] == (3, 4, 100, 120)
     assert quota["requests.cpu"][:2] == (45_000, 50_000)
     assert "  training/training-quota persistentvolumeclaims: 3 -> 4 of 100 -> 120" in text
+
+
+def test_policy_findings_the_working_tree_introduces(tmp_path):
+    repo = git_repo(tmp_path / "repo")
+    path = repo / "dist" / "apps" / "online" / "deployment.online.recsys-inference.yaml"
+    # CPU limit above the request: the online pod is no longer Guaranteed (COL002).
+    path.write_text(path.read_text().replace("limits:\n              cpu: '4'", "limits:\n              cpu: '6'"))
+    doc = json.loads(_cli(repo, "diff", "--format", "json", "--no-capacity").stdout)
+    assert [(f["rule"], f["file"], f["kind"], f["name"]) for f in doc["policy"]["introduced"]] == [
+        ("COL002", "apps/online/deployment.online.recsys-inference.yaml", "Deployment", "recsys-inference")]
+    assert doc["policy"]["resolved"] == [] and "capacity" not in doc
+    (change,) = doc["changes"]
+    assert change["fields"] == [{"path": "spec.template.spec.containers[name=recsys-inference].resources.limits.cpu",
+                                 "old": "4", "new": "6"}]
