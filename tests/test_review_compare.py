@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from colocate import ROOT, app, config as config_mod, render
-from colocate.review import compare, danger, formats, tree
+from colocate import ROOT, app, config as config_mod, manifests, render
+from colocate.review import capacity, compare, danger, formats, tree
 from colocate.review.diff import Review, compare_trees
 
 DIST = ROOT / "dist"
@@ -138,3 +138,30 @@ def test_markdown_of_200_changed_objects_fits_a_comment_and_names_every_applicat
     shown = re.findall(r"^- \*\*changed\*\* `[^`]+` \(`", small, flags=re.M)
     assert f"_{len(changes) - len(shown)} more objects not shown" in small
     assert small.count("<details>") == small.count("</details>")
+
+
+def test_node_files_say_they_need_a_rejoin_and_taints_are_flagged():
+    rel = "nodes/mixed/joinconfiguration.yaml"
+    obj = yaml.safe_load((DIST / rel).read_text())
+    old = tree.Entry(tree.Key("kubeadm.k8s.io", obj["kind"], "", rel), rel, "dist/nodes/mixed", obj)
+    tainted = copy.deepcopy(obj)
+    tainted["nodeRegistration"]["taints"] = [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]
+    new = tree.Entry(old.key, rel, old.app, tainted)
+    reasons = danger.changed(old, new, compare.diff(old.obj, new.obj))
+    assert [d.rank for d in reasons] == [danger.TAINT, danger.NODES]
+    assert "nodeRegistration.taints" in reasons[0].reason and "re-join" in reasons[1].reason
+
+
+def test_a_pod_larger_than_any_node_of_its_pool_is_unfit():
+    pools = capacity.reference_pools()
+    docs = capacity.api_objects(DIST)
+    assert capacity.unfit(docs, pools) == []
+    job = next(d for d in docs if d.kind == "TFJob" and d.name == "recsys-train")
+    big = copy.deepcopy(job.obj)
+    worker = big["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"]
+    worker["requests"]["nvidia.com/gpu"] = worker["limits"]["nvidia.com/gpu"] = 3  # mixed nodes have 2
+    docs = [d if d is not job else manifests.Doc(d.file, d.line, big) for d in docs]
+    (u,) = capacity.unfit(docs, pools)
+    assert (u.object, u.role, u.pool, u.request.gpus, u.node.gpus) == ("TFJob/training/recsys-train", "Worker", "mixed", 3, 2)
+    text = formats.to_text(Review("a", "b", (), unfit=(u,)))
+    assert "DANGEROUS\n  ! TFJob/training/recsys-train Worker pods request" in text and "they never schedule" in text

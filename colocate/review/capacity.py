@@ -220,3 +220,27 @@ def deltas(before: Usage, after: Usage) -> list[Delta]:
             if x != y:
                 out.append(Delta(key[0], tier, key[1], x, y, alloc))
     return out
+
+
+@dataclass(frozen=True)
+class Unfit:
+    """A pod larger than any one node of its pool: it never schedules."""
+
+    object: str
+    role: str
+    pool: str
+    request: Resources
+    node: Resources
+
+
+def unfit(docs: list[Doc], pools: Sequence[Pool]) -> list[Unfit]:
+    """Pods whose request exceeds one node's allocatable (the pool's divided by its nodes)."""
+    node = {p.name: Resources(p.allocatable.cpu_milli // p.nodes, p.allocatable.memory_bytes // p.nodes,
+                              p.allocatable.gpus // p.nodes) for p in pools}
+    out = []
+    for doc in docs:
+        for pod in manifests.pod_specs(doc):
+            pool, request = pool_of(pod), pod_resources(pod.spec)
+            if pool in node and not node[pool].fits(request):
+                out.append(Unfit(doc.ref, pod.role, pool, request, node[pool]))
+    return out

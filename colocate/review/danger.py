@@ -7,12 +7,12 @@ from typing import Any
 
 from colocate import quantity
 from colocate.constructs.node_pool import POOL_LABEL
-from colocate.manifests import Doc, pod_specs
+from colocate.manifests import NON_API_KINDS, Doc, pod_specs
 from colocate.review.compare import FieldChange
 from colocate.review.tree import Entry
 
 #: Ranks, most harmful first: the report lists dangers in this order. HARMLESS sorts last.
-DATA_LOSS, RECREATE, PRIORITY, TAINT, POOL_MOVE, HARMLESS = range(6)
+DATA_LOSS, RECREATE, PRIORITY, TAINT, POOL_MOVE, NODES, HARMLESS = range(7)
 #: Deleting these deletes data or everything inside them.
 _HOLDS_DATA = {
     "Namespace": "deleting a Namespace deletes every object in it",
@@ -52,7 +52,18 @@ def _prune_disabled(obj: dict[str, Any]) -> bool:
     return _PRUNE_FALSE in annotations.get("argocd.argoproj.io/sync-options", "")
 
 
+def _node_file(entry: Entry) -> list[Danger]:
+    """Node provisioning files reach a node only when it (re-)joins."""
+    if entry.key.kind not in NON_API_KINDS:
+        return []
+    return [Danger(NODES, f"{entry.file} is not applied by Argo CD: drain and re-join the pool's nodes for it to "
+                          f"take effect (a CPU manager policy change also needs /var/lib/kubelet/cpu_manager_state "
+                          f"removed)")]
+
+
 def removed(entry: Entry) -> list[Danger]:
+    if entry.key.kind in NON_API_KINDS:
+        return _node_file(entry)
     reason = _HOLDS_DATA.get(entry.key.kind)
     if not reason:
         return []
@@ -118,4 +129,4 @@ def changed(old: Entry, new: Entry, fields: list[FieldChange]) -> list[Danger]:
     if before_pools != after_pools:
         out.append(Danger(POOL_MOVE, f"pods move between pools: {', '.join(sorted(before_pools)) or 'any'} -> "
                                      f"{', '.join(sorted(after_pools)) or 'any'}"))
-    return out
+    return out + _node_file(new)

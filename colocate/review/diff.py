@@ -38,6 +38,8 @@ class Review:
     capacity: tuple[capacity.Delta, ...] | None = None
     #: ResourceQuota rows whose use or hard limit changes; None with the capacity.
     quota: tuple[quota.QuotaDelta, ...] | None = None
+    #: Pods of the head tree that fit no node of their pool and did not before.
+    unfit: tuple[capacity.Unfit, ...] = ()
 
     @property
     def dangerous(self) -> tuple[ObjectChange, ...]:
@@ -85,9 +87,12 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
         before, after = tree.load(base_label, base_root), tree.load(head_label, head_root)
         impact = policy.impact(base_root, head_root, config_path) if with_policy else None
         load = quotas = None
+        unfit: tuple[capacity.Unfit, ...] = ()
         if pools is not None:
             known = pools()
             old, new = capacity.api_objects(base_root), capacity.api_objects(head_root)
             load = tuple(capacity.deltas(capacity.usage(old, known), capacity.usage(new, known)))
             quotas = tuple(quota.deltas(quota.uses(old, known), quota.uses(new, known)))
-    return Review(base_label, head_label, tuple(compare_trees(before, after)), impact, load, quotas)
+            was = set(capacity.unfit(old, known))
+            unfit = tuple(u for u in capacity.unfit(new, known) if u not in was)
+    return Review(base_label, head_label, tuple(compare_trees(before, after)), impact, load, quotas, unfit)

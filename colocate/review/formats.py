@@ -43,9 +43,15 @@ def _headline(r: Review) -> str:
     full = f"; {len(over)} pool requests over allocatable" if over else ""
     refused = [q for q in r.quota or () if q.over]
     full += f"; {len(refused)} quotas exceeded" if refused else ""
+    full += f"; {len(r.unfit)} pods fit no node" if r.unfit else ""
     return (f"{_plural(len(r.changes), 'object')} differ in {_plural(len(apps), 'Application')} "
             f"({n[ADDED]} added, {n[REMOVED]} removed, "
             f"{n[CHANGED]} changed); {len(r.dangerous)} dangerous{policy}{full}")
+
+
+def _unfit(u: capacity.Unfit) -> str:
+    role = f" {u.role}" if u.role else ""
+    return f"{u.object}{role} pods request {u.request}, more than one {u.pool} node's allocatable ({u.node}): they never schedule"
 
 
 def _plural(count: int, noun: str) -> str:
@@ -75,10 +81,11 @@ def to_text(r: Review) -> str:
     lines = [f"colocate diff {r.base} .. {r.head}: {_headline(r)}"]
     if not r.changes:
         lines.append("no change to any object")
-    if r.dangerous:
+    if r.dangerous or r.unfit:
         lines.append("\nDANGEROUS")
         for c in r.dangerous:
             lines += [f"  ! {c.status} {c.key} ({c.app}): {d.reason}" for d in c.dangers]
+        lines += [f"  ! {_unfit(u)}" for u in r.unfit]
     if r.policy and (r.policy.introduced or r.policy.resolved):
         lines.append("\nPOLICY")
         lines += [f"  + {_finding(f)}" for f in r.policy.introduced]
@@ -138,10 +145,11 @@ def to_markdown(r: Review, limit: int = MARKDOWN_LIMIT) -> str:
         for app, changes in apps.items():
             n = _counts(changes)
             head.append(f"| {app} | {n[ADDED]} | {n[REMOVED]} | {n[CHANGED]} | {sum(bool(c.dangers) for c in changes)} |")
-    if r.dangerous:
+    if r.dangerous or r.unfit:
         head += ["", "#### ⚠️ Dangerous changes", ""]
         head += _capped([(c, d) for c in r.dangerous for d in c.dangers],
                         lambda cd: f"- **{cd[0].status}** {_md_code(str(cd[0].key))} ({cd[0].app}): {cd[1].reason}")
+        head += _capped(list(r.unfit), lambda u: f"- {_unfit(u)}")
     if r.policy and (r.policy.introduced or r.policy.resolved):
         head += ["", f"#### Policy: {len(r.policy.introduced)} introduced, {len(r.policy.resolved)} resolved", ""]
         head += _capped(list(r.policy.introduced), lambda f: f"- ➕ {_md_code(_finding(f))}")
@@ -201,6 +209,7 @@ def to_json(r: Review) -> str:
         doc["capacity"] = [asdict(d) for d in r.capacity]
     if r.quota is not None:
         doc["quota"] = [asdict(q) for q in r.quota]
+        doc["unfit"] = [asdict(u) for u in r.unfit]
     if r.policy is not None:
         doc["policy"] = {"introduced": [asdict(f) for f in r.policy.introduced],
                          "resolved": [asdict(f) for f in r.policy.resolved]}
