@@ -51,7 +51,8 @@ def _headline(r: Review) -> str:
 
 def _unfit(u: capacity.Unfit) -> str:
     role = f" {u.role}" if u.role else ""
-    return f"{u.object}{role} pods request {u.request}, more than one {u.pool} node's allocatable ({u.node}): they never schedule"
+    return (f"{u.object}{role} pods request {u.request}, more than one {u.pool} node's allocatable ({u.node}): "
+            f"they never schedule")
 
 
 def _plural(count: int, noun: str) -> str:
