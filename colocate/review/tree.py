@@ -92,6 +92,8 @@ def checkout(repo: Path, revision: str | None, dist: str) -> Iterator[Path]:
         if proc.returncode == 0:
             with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as archive:
                 archive.extractall(tmp, filter="data")
+        elif b"did not match any files" not in proc.stderr:
+            raise ColocateError(f"git archive {revision} -- {dist} failed: {proc.stderr.decode().strip()}")
         yield Path(tmp) / dist
 
 
