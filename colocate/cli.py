@@ -106,7 +106,7 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--no-capacity", action="store_true", help="skip the requests per pool and tier")
     d.set_defaults(func=_diff)
     k = sub.add_parser("capacity", help="requests per pool and tier against allocatable, and quota use")
-    k.add_argument("path", nargs="?", default="dist", help="dist/ folder (default: dist)")
+    k.add_argument("path", nargs="?", default=str(_root() / "dist"), help="dist/ folder (default: the repository's dist/)")
     k.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     k.set_defaults(func=_capacity)
     r = sub.add_parser("rules", help="list every policy rule")

@@ -8,7 +8,7 @@ from decimal import Decimal
 import yaml
 
 from colocate import ROOT, config as config_mod, quantity
-from colocate.cluster import reference
+from colocate.model.cluster import reference
 from tests.helpers import colocate
 
 DIST = ROOT / "dist"

@@ -134,6 +134,13 @@ def test_installed_check_gives_the_checkout_result(installed: Path, tmp_path: Pa
         assert (code, findings) == (0, [])
 
 
+def test_installed_capacity_gives_the_checkout_result(installed: Path, tmp_path: Path):
+    repo = _repository_copy(tmp_path, planted=False)
+    outputs = [run([str(colocate), "capacity", "dist"], cwd=repo, check=True).stdout
+               for colocate in (installed / "colocate", Path(sys.executable).parent / "colocate")]
+    assert outputs[0] == outputs[1] and outputs[0].startswith("pool")
+
+
 def test_load_rules_refuses_an_empty_rule_folder(tmp_path: Path):
     from colocate.errors import ColocateError
 

@@ -8,7 +8,7 @@ that is larger; a container with limits but no requests requests its limits (API
 Its pool is the ``colocate.io/pool`` in its nodeSelector or required node affinity; its tier the
 ``colocate.io/tier`` label of its PriorityClass, else of its Namespace, else ``platform``.
 
-Allocatable comes from a ``PoolSource``: the seam for the cluster's pool model. Objects
+Allocatable comes from a ``PoolSource``: the pools of colocate.model (reference_pools). Objects
 applied from Helm charts or upstream repositories (kube-prometheus-stack, dcgm-exporter, the
 training-operator) are not in dist/ and not counted; neither are CronJobs (not always running)
 nor LimitRange defaults.
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from colocate import manifests, quantity
-from colocate.constructs.node_pool import Resources
-from colocate.constructs.priority_tiers import TIER_LABEL
+from colocate.model.names import GPU, TIER_LABEL
+from colocate.model.pools import NodePoolProps, Resources
 from colocate.manifests import Doc, PodSpec
 from colocate.review.danger import pod_pools
 
@@ -29,32 +29,19 @@ from colocate.review.danger import pod_pools
 DEFAULT_TIER = "platform"
 #: Row for pods not pinned to exactly one pool.
 UNPINNED = "(unpinned)"
-GPU = "nvidia.com/gpu"
 ZERO = Resources(0, 0, 0)
 
 
-@dataclass(frozen=True)
-class Pool:
-    """What capacity needs to know of a node pool."""
-
-    name: str
-    nodes: int
-    #: The whole pool's allocatable (every node's, summed).
-    allocatable: Resources
+#: Where pools come from: today the cluster model (colocate.model) of the current source.
+PoolSource = Callable[[], Sequence[NodePoolProps]]
 
 
-#: Where pools come from. Today: the cluster model of the current source (reference_pools).
-PoolSource = Callable[[], Sequence[Pool]]
+def reference_pools(config_path: Path | None = None) -> tuple[NodePoolProps, ...]:
+    """The pools of the current source's cluster: nodes, per-node and total allocatable."""
+    from colocate import config as config_mod
+    from colocate.model.cluster import reference
 
-
-def reference_pools(config_path: Path | None = None) -> tuple[Pool, ...]:
-    """The pools of the current source's cluster, with the allocatable NodePool computes."""
-    from colocate import app, config as config_mod
-    from colocate.charts.nodes import NodePoolChart
-
-    config = config_mod.load(config_path) if config_path else config_mod.load()
-    charts = [c for c in app.build(config).charts if isinstance(c, NodePoolChart)]
-    return tuple(Pool(c.pool.name, c.pool.props.nodes, c.pool.total_allocatable) for c in charts)
+    return reference(config_mod.load(config_path) if config_path else config_mod.load()).pools
 
 
 def add(a: Resources, b: Resources, times: int = 1) -> Resources:
@@ -136,7 +123,7 @@ def daemonset_nodes(pod: PodSpec, nodes: dict[str, int]) -> int:
     return nodes.get(pool, 0) if pool != UNPINNED else sum(nodes.values())
 
 
-def usage(docs: list[Doc], pools: Sequence[Pool]) -> Usage:
+def usage(docs: list[Doc], pools: Sequence[NodePoolProps]) -> Usage:
     nodes = {p.name: p.nodes for p in pools}
     tier_of = _tier_of(docs)
     requests: dict[str, dict[str, Resources]] = {}
@@ -147,7 +134,7 @@ def usage(docs: list[Doc], pools: Sequence[Pool]) -> Usage:
             by_tier = requests.setdefault(pool, {})
             tier = tier_of(pod)
             by_tier[tier] = add(by_tier.get(tier, ZERO), pod_resources(pod.spec), count)
-    return Usage(requests, {p.name: p.allocatable for p in pools})
+    return Usage(requests, {p.name: p.total_allocatable for p in pools})
 
 
 def api_objects(root: Path) -> list[Doc]:
@@ -233,10 +220,9 @@ class Unfit:
     node: Resources
 
 
-def unfit(docs: list[Doc], pools: Sequence[Pool]) -> list[Unfit]:
-    """Pods whose request exceeds one node's allocatable (the pool's divided by its nodes)."""
-    node = {p.name: Resources(p.allocatable.cpu_milli // p.nodes, p.allocatable.memory_bytes // p.nodes,
-                              p.allocatable.gpus // p.nodes) for p in pools}
+def unfit(docs: list[Doc], pools: Sequence[NodePoolProps]) -> list[Unfit]:
+    """Pods whose request exceeds one node's allocatable."""
+    node = {p.name: p.allocatable for p in pools}
     out = []
     for doc in docs:
         for pod in manifests.pod_specs(doc):

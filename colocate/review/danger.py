@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from colocate import quantity
-from colocate.constructs.node_pool import POOL_LABEL
 from colocate.manifests import NON_API_KINDS, Doc, pod_specs
+from colocate.model.names import KEEP_ON_PRUNE, POOL_LABEL, SYNC_OPTIONS
 from colocate.review.compare import FieldChange
 from colocate.review.tree import Entry
 
@@ -38,7 +38,6 @@ _IMMUTABLE = {
 }
 #: A path inside a pod's tolerations or a node's taints; group 1 is the list's own path.
 _TAINT_FIELD = re.compile(r"^(|.*\.)(tolerations|taints)(?=\[|$)")
-_PRUNE_FALSE = "Prune=false"
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ class Danger:
 
 def _prune_disabled(obj: dict[str, Any]) -> bool:
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    return _PRUNE_FALSE in annotations.get("argocd.argoproj.io/sync-options", "")
+    return KEEP_ON_PRUNE in annotations.get(SYNC_OPTIONS, "")
 
 
 def _node_file(entry: Entry) -> list[Danger]:
@@ -68,7 +67,7 @@ def removed(entry: Entry) -> list[Danger]:
     if not reason:
         return []
     if _prune_disabled(entry.obj):
-        reason += f" (Argo CD keeps it: {_PRUNE_FALSE}; delete it by hand only on purpose)"
+        reason += f" (Argo CD keeps it: {KEEP_ON_PRUNE}; delete it by hand only on purpose)"
     return [Danger(DATA_LOSS, reason)]
 
 

@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import Any, Callable
 
 from colocate.checker import Finding
+from colocate.model.names import GPU
 from colocate.review import capacity, quota
 from colocate.review.capacity import Delta, Usage
 from colocate.review.quota import QuotaDelta, QuotaUse
@@ -260,7 +261,7 @@ def capacity_json(u: Usage, uses: list[QuotaUse]) -> str:
     rows = [{**asdict(r), "byTier": r.by_tier} for r in capacity.rows(u)]
     for r in rows:
         del r["by_tier"]
-    return json.dumps({"version": JSON_VERSION, "units": {"cpu": "millicores", "memory": "bytes", capacity.GPU: "devices"},
+    return json.dumps({"version": JSON_VERSION, "units": {"cpu": "millicores", "memory": "bytes", GPU: "devices"},
                        "rows": rows, "quotas": [asdict(q) for q in uses]}, indent=2, sort_keys=True) + "\n"
 
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from colocate import manifests, quantity
-from colocate.constructs.node_pool import Resources
 from colocate.manifests import Doc
-from colocate.review.capacity import GPU, Pool, daemonset_nodes, pod_resources, replicas
+from colocate.model.names import GPU
+from colocate.model.pools import NodePoolProps, Resources
+from colocate.review.capacity import daemonset_nodes, pod_resources, replicas
 
 #: unit -> (parse a quota value, print an amount).
 _UNITS: dict[str, tuple[Callable[[object], int], Callable[[int], str]]] = {
@@ -58,7 +59,7 @@ def _hard(resource: str, value: object) -> int:
     return _UNITS[_unit(resource)][0](value)
 
 
-def uses(docs: list[Doc], pools: Sequence[Pool]) -> list[QuotaUse]:
+def uses(docs: list[Doc], pools: Sequence[NodePoolProps]) -> list[QuotaUse]:
     """One row per ResourceQuota and counted key, sorted by namespace, quota, key."""
     nodes = {p.name: p.nodes for p in pools}
     per_ns: dict[str, dict[str, int]] = {}
