@@ -14,7 +14,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from colocate import ROOT, crdschema
+from colocate import ROOT
+from colocate.schemagen import crd as crdschema
 from colocate.resources import cache_dir, data_path
 
 PINNED_VERSION = "v0.7.0"

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from colocate import ROOT
-from colocate.crdschema import (
+from colocate.schemagen.crd import (
     CORE_SCHEMA_LOCATION,
     CRD_SCHEMA_LOCATION,
     HEADER_END,

@@ -18,11 +18,13 @@ import yaml
 from kubeflow.training import models  # the test extra: kubeflow-training==1.7.0
 from kubernetes import client as k8s_models
 
-from colocate import ROOT, tfjob_schema
+from colocate import ROOT
+from colocate.schemagen import SCHEMA_LOCATION
+from colocate.schemagen import tfjob as tfjob_schema
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tfjob"
 KUBECONFORM = ROOT / "bin" / "kubeconform"
-OUR_LOCATION = str(ROOT / "policies" / "schemas") + "/" + tfjob_schema.SCHEMA_LOCATION_TEMPLATE
+OUR_LOCATION = str(ROOT / "policies" / "schemas") + "/" + SCHEMA_LOCATION
 # kubernetes-validate's layout is v1.28.0-local-strict/<kind>[-<group>]-<version>.json. kubeconform
 # v0.7.0 cannot compile those files offline (their "$id" sends "/api/_definitions.json" to
 # https://kubernetes.io/), so for core kinds it answers "could not find schema"; for a TFJob our
@@ -65,7 +67,7 @@ def schema() -> dict:
 def test_committed_schema_equals_a_fresh_generation():
     committed = tfjob_schema.SCHEMA_FILE.read_text(encoding="utf-8")
     assert committed == tfjob_schema.generate(), (
-        "policies/schemas/kubeflow.org/tfjob_v1.json is stale: run scripts/gen_tfjob_schema.py"
+        "policies/schemas/kubeflow.org/tfjob_v1.json is stale: run scripts/gen_schemas.py"
     )
 
 
@@ -320,3 +322,11 @@ def test_every_definition_is_checked_against_a_model(schema, sdk_walk):
         if "properties" in node and id(node) not in checked
     )
     assert unchecked == [], "definitions no SDK/kubernetes model was compared with"
+
+
+def test_the_tfjob_schema_uses_the_generators_one_draft():
+    from colocate.schemagen import DRAFT
+
+    schema = json.loads(tfjob_schema.SCHEMA_FILE.read_text(encoding="utf-8"))
+    assert schema["$schema"] == DRAFT
+    jsonschema.Draft7Validator.check_schema(schema)
