@@ -18,9 +18,8 @@ from colocate import ROOT
 from colocate.schemagen import crd as crdschema
 from colocate.resources import cache_dir, data_path
 
-PINNED_VERSION = "v0.7.0"
 CACHE = cache_dir() / "kubeconform"
-INSTALL_HINT = "run `make bootstrap` (builds kubeconform v0.7.0 into bin/ with go install)"
+INSTALL_HINT = "run `make bootstrap` (builds the pinned kubeconform into bin/ with go install; scripts/bootstrap names the version)"
 
 
 class ToolMissing(RuntimeError):

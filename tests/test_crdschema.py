@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 import yaml
 
-from colocate import ROOT
+from colocate import ROOT, config
 from colocate.schemagen.crd import (
     CORE_SCHEMA_LOCATION,
     CRD_SCHEMA_LOCATION,
@@ -31,6 +31,7 @@ from colocate.schemagen.crd import (
 KUBECONFORM = ROOT / "bin" / "kubeconform"
 FIXTURES = ROOT / "tests" / "fixtures" / "schemas"
 SCHEMA_DIR = ROOT / "policies" / "schemas"
+K8S_VERSION = config.load().kubernetes_version
 CRD_DIR = ROOT / "policies" / "crds"
 
 
@@ -346,14 +347,14 @@ def test_handwritten_config_schemas(doc, valid):
 
 
 def test_prepare_core_schemas_makes_local_refs_and_is_idempotent(tmp_path):
-    root = prepare_core_schemas(tmp_path)
-    folder = root / "v1.28.0-local-strict"
+    root = prepare_core_schemas(tmp_path, K8S_VERSION)
+    folder = root / f"v{K8S_VERSION}-local-strict"
     dep = (folder / "deployment-apps-v1.json").read_text()
     assert '"$id"' not in dep and "/api/_definitions.json" not in dep
     assert '"_definitions.json#/$defs/io.k8s.api.apps.v1.DeploymentSpec"' in dep
     assert (folder / "_definitions.json").is_file()
     before = (folder / "deployment-apps-v1.json").stat().st_mtime_ns
-    assert prepare_core_schemas(tmp_path) == root
+    assert prepare_core_schemas(tmp_path, K8S_VERSION) == root
     assert (folder / "deployment-apps-v1.json").stat().st_mtime_ns == before
 
 
@@ -368,9 +369,9 @@ def _require_kubeconform() -> None:
 
 @pytest.fixture(scope="module")
 def kubeconform_args(tmp_path_factory) -> list[str]:
-    core = prepare_core_schemas(tmp_path_factory.mktemp("k8s-schemas"))
+    core = prepare_core_schemas(tmp_path_factory.mktemp("k8s-schemas"), K8S_VERSION)
     return [
-        str(KUBECONFORM), "-strict", "-summary", "-output", "json", "-kubernetes-version", "1.28.0",
+        str(KUBECONFORM), "-strict", "-summary", "-output", "json", "-kubernetes-version", K8S_VERSION,
         "-schema-location", str(ROOT / CRD_SCHEMA_LOCATION),
         "-schema-location", CORE_SCHEMA_LOCATION.format(root=core),
     ]

@@ -431,7 +431,7 @@ def kubernetes_validate_dir() -> Path:
 
 def prepare_core_schemas(
     dest_root: str | os.PathLike[str],
-    k8s_version: str = "1.28.0",
+    k8s_version: str,
     *,
     strict: bool = True,
     source_root: str | os.PathLike[str] | None = None,
