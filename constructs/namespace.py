@@ -1,4 +1,5 @@
-"""Namespace: a namespace with its Pod Security Admission levels, kept when Argo CD prunes."""
+"""Namespace: a namespace with its Pod Security Admission levels, kept when Argo CD prunes or
+cascade-deletes (deleting a namespace deletes everything in it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,7 +9,7 @@ from constructs import Construct
 
 from colocate.constructs._k8s import emit
 from colocate.errors import PropError
-from colocate.model.names import KEEP_ON_PRUNE, SYNC_OPTIONS
+from colocate.model.names import PROTECTED, SYNC_OPTIONS
 from colocate.model.validate import check_dns_label, check_labels
 
 PSA_LEVELS = ("privileged", "baseline", "restricted")
@@ -30,8 +31,9 @@ class NamespaceProps:
     warn_and_audit: Level | None = None
     #: Further labels, e.g. the tier label. Default: none.
     labels: Mapping[str, str] = field(default_factory=dict)
-    #: Keep the namespace (and so everything in it) when Argo CD prunes. Default True.
-    keep_on_prune: bool = True
+    #: Keep the namespace, and so everything in it, when Argo CD prunes it or its Application
+    #: is deleted (``Prune=false,Delete=false``). Default True.
+    protected: bool = True
 
 
 class Namespace(Construct):
@@ -51,6 +53,6 @@ class Namespace(Construct):
         if props.warn_and_audit:
             labels.update({f"{_PSA}/warn": props.warn_and_audit, f"{_PSA}/audit": props.warn_and_audit})
         metadata = {"name": props.name, "labels": labels}
-        if props.keep_on_prune:
-            metadata["annotations"] = {SYNC_OPTIONS: KEEP_ON_PRUNE}
+        if props.protected:
+            metadata["annotations"] = {SYNC_OPTIONS: PROTECTED}
         emit(self, "namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata})

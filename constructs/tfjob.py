@@ -20,7 +20,7 @@ from colocate import quantity
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label, check_image
 from colocate.constructs.node_pool import NodePool
-from colocate.model.names import (GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, REPLICA_TYPE_LABEL, SYNC_OPTIONS,
+from colocate.model.names import (GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, PROTECTED, REPLICA_TYPE_LABEL, SYNC_OPTIONS,
                                    TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT, TF_PORT_NAME, TF_ROLES)
 from colocate.model.pools import Resources
 from colocate.model.scheduling import pool_term, required_pool_affinity
@@ -121,7 +121,9 @@ class TFJob(Construct):
         })
         emit(self, "checkpoints", {
             "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": self.claim_name, "namespace": p.namespace},
+            # Checkpoints outlive the job: deleting the job file (prune) or the training
+            # Application (cascade) keeps the claim; it is deleted by hand (docs/training.md).
+            "metadata": {"name": self.claim_name, "namespace": p.namespace, "annotations": {SYNC_OPTIONS: PROTECTED}},
             "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": p.storage_class,
                      "resources": {"requests": {"storage": quantity.canonical(p.checkpoint_size, "memory")}}},
         })

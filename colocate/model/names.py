@@ -27,8 +27,12 @@ SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 #: Cascading, foreground delete of what the Application deployed.
 RESOURCES_FINALIZER = "resources-finalizer.argocd.argoproj.io"
-#: The sync option that keeps an object when Argo CD prunes.
+#: The sync option that keeps an object when Argo CD prunes (its file left git).
 KEEP_ON_PRUNE = "Prune=false"
+#: The sync option that keeps an object when its Application is deleted with cascade.
+KEEP_ON_DELETE = "Delete=false"
+#: Both: what every object holding data carries (docs/gitops.md, "Deletion protection").
+PROTECTED = f"{KEEP_ON_PRUNE},{KEEP_ON_DELETE}"
 
 # --- Grafana ------------------------------------------------------------------------------------
 #: The kube-prometheus-stack Grafana sidecar loads ConfigMaps carrying this label key.
@@ -70,3 +74,10 @@ def kps_fullname(release: str) -> str:
     name, else ``<release>-kube-prometheus-stack``; at most 26 characters, no trailing '-'."""
     name = release if KPS_CHART in release else f"{release}-{KPS_CHART}"
     return name[:_KPS_FULLNAME_MAX].rstrip("-")
+
+
+def sync_options(metadata: dict | None) -> frozenset[str]:
+    """The Argo CD sync options an object's annotation sets: comma-separated, blanks trimmed,
+    as gitops-engine reads them (pkg/sync/resource/annotations.go, GetAnnotationCSVs)."""
+    value = ((metadata or {}).get("annotations") or {}).get(SYNC_OPTIONS)
+    return frozenset(item.strip() for item in str(value or "").split(",") if item.strip())

@@ -7,7 +7,7 @@ from typing import Any
 
 from colocate import quantity
 from colocate.manifests import NON_API_KINDS, Doc, pod_specs
-from colocate.model.names import KEEP_ON_PRUNE, POOL_LABEL, SYNC_OPTIONS
+from colocate.model.names import KEEP_ON_PRUNE, POOL_LABEL, sync_options
 from colocate.review.compare import FieldChange
 from colocate.review.tree import Entry
 
@@ -47,8 +47,7 @@ class Danger:
 
 
 def _prune_disabled(obj: dict[str, Any]) -> bool:
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    return KEEP_ON_PRUNE in annotations.get(SYNC_OPTIONS, "")
+    return KEEP_ON_PRUNE in sync_options(obj.get("metadata"))
 
 
 def _node_file(entry: Entry) -> list[Danger]:

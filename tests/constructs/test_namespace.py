@@ -14,15 +14,15 @@ def _synth(props: NamespaceProps) -> dict:
     return obj
 
 
-def test_a_namespace_enforces_its_level_and_is_kept_when_argo_cd_prunes():
+def test_a_namespace_enforces_its_level_and_is_kept_when_argo_cd_prunes_or_deletes():
     obj = _synth(NamespaceProps(name="kubeflow", enforce="baseline"))
     assert obj["metadata"]["labels"] == {"pod-security.kubernetes.io/enforce": "baseline"}
-    assert obj["metadata"]["annotations"] == {"argocd.argoproj.io/sync-options": "Prune=false"}
+    assert obj["metadata"]["annotations"] == {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false"}
 
 
 def test_warn_and_audit_levels_and_extra_labels_are_added():
     obj = _synth(NamespaceProps(name="training", enforce="baseline", warn_and_audit="restricted",
-                                labels={"colocate.io/tier": "offline"}, keep_on_prune=False))
+                                labels={"colocate.io/tier": "offline"}, protected=False))
     assert obj["metadata"]["labels"] == {
         "colocate.io/tier": "offline", "pod-security.kubernetes.io/enforce": "baseline",
         "pod-security.kubernetes.io/warn": "restricted", "pod-security.kubernetes.io/audit": "restricted"}

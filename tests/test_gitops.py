@@ -1,0 +1,39 @@
+"""What Argo CD may delete in the generated cluster: nothing that holds data."""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from colocate import ROOT
+from colocate.model.names import sync_options
+
+DIST = ROOT / "dist"
+STATEFUL = ("Namespace", "PersistentVolumeClaim", "CustomResourceDefinition")
+
+
+def _objects():
+    for path in sorted(DIST.glob("apps/**/*.yaml")):
+        for obj in yaml.safe_load_all(path.read_text()):
+            if obj and obj.get("kind") in STATEFUL:
+                yield path.relative_to(ROOT), obj
+
+
+def test_dist_has_stateful_objects_to_protect():
+    kinds = {obj["kind"] for _, obj in _objects()}
+    assert {"Namespace", "PersistentVolumeClaim"} <= kinds
+
+
+@pytest.mark.parametrize("path, obj", list(_objects()), ids=lambda v: str(v) if not isinstance(v, dict) else "")
+def test_every_stateful_object_survives_prune_and_cascade_deletion(path, obj):
+    assert {"Prune=false", "Delete=false"} <= sync_options(obj["metadata"]), path
+
+
+@pytest.mark.parametrize("value, options", [
+    ("Prune=false", {"Prune=false"}),
+    ("Prune=false,Delete=false", {"Prune=false", "Delete=false"}),
+    (" Delete=false , ServerSideApply=true,,", {"Delete=false", "ServerSideApply=true"}),
+    (None, set()),
+])
+def test_sync_options_are_read_as_gitops_engine_reads_them(value, options):
+    metadata = {"annotations": {"argocd.argoproj.io/sync-options": value}} if value is not None else {}
+    assert sync_options(metadata) == options
