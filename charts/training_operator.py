@@ -14,7 +14,7 @@ from colocate.model.cluster import Cluster
 from colocate.config import Config
 from colocate.charts._base import AppSpec, ColocateChart
 from colocate.constructs.service_monitor import ServiceMonitor, ServiceMonitorProps
-from colocate.model.names import TRAINING_OPERATOR_JOB
+from colocate.model.names import CLUSTER_CRITICAL, TRAINING_OPERATOR_JOB
 from colocate.errors import InputError
 
 #: Upstream image and tag each release's standalone overlay pins
@@ -36,7 +36,7 @@ SYNC_WAVE = -5
 #: priority 0, below the training pods it manages: on a full mixed node they could preempt it
 #: and no TFJob would be reconciled. It is a cluster add-on controller; give it the built-in
 #: class for those.
-OPERATOR_PRIORITY_CLASS = "system-cluster-critical"
+OPERATOR_PRIORITY_CLASS = CLUSTER_CRITICAL
 
 
 class TrainingOperatorChart(ColocateChart):

@@ -24,6 +24,7 @@ from colocate.model.validate import check_dns_label, check_image, check_required
 from colocate.model.scheduling import required_pool_affinity
 from colocate.model.pools import Taint
 from colocate.errors import PropError
+from colocate.model.names import NODE_CRITICAL
 from constructs import Construct
 
 CHART = "dcgm-exporter"
@@ -150,6 +151,9 @@ class DcgmExporter(Construct):
         tolerations = {(t.key, t.effect): t.toleration() for pool in p.gpu_pools for t in pool.taints}
         return {
             "image": {"repository": repository, "tag": tag},
+            # The chart's own default (templates/daemonset.yaml at 3.3.3-3.3.0), written out so
+            # the review shows it: a node agent training must never preempt.
+            "priorityClassName": NODE_CRITICAL,
             "arguments": ["-f", f"{CSV_DIR}/{CSV_KEY}"],
             "extraConfigMapVolumes": [{"name": "colocate-counters", "configMap": {"name": self.config_map}}],
             "extraVolumeMounts": [{"name": "colocate-counters", "mountPath": CSV_DIR, "readOnly": True}],

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from colocate import quantity
 from colocate.model.validate import check_dns_label, check_labels, check_required_labels
-from colocate.model.names import JOB_NAME_LABEL, POOL_LABEL, REPLICA_TYPE_LABEL, kps_fullname
+from colocate.model.names import CLUSTER_CRITICAL, JOB_NAME_LABEL, NODE_CRITICAL, POOL_LABEL, REPLICA_TYPE_LABEL, kps_fullname
 from colocate.model.pools import Taint
 from colocate.errors import PropError
 
@@ -102,6 +102,12 @@ class KubePrometheusStackProps:
     node_labels_allowlist: Sequence[str] = (POOL_LABEL,)
     #: Community dashboards downloaded from grafana.com. Default: none.
     community_dashboards: Sequence[CommunityDashboard] = ()
+    #: PriorityClass of the cluster services (Prometheus, Alertmanager, Grafana,
+    #: kube-state-metrics, the operator and its webhook job), so training never preempts them.
+    #: Default ``system-cluster-critical``.
+    priority_class: str = CLUSTER_CRITICAL
+    #: PriorityClass of node-exporter, on every node. Default ``system-node-critical``.
+    node_priority_class: str = NODE_CRITICAL
     #: Chart version. Default 55.5.1.
     chart_version: str = CHART_VERSION
 
@@ -148,9 +154,14 @@ class KubePrometheusStack:
         return {"nodeSelector": dict(self.props.pool_labels),
                 "tolerations": [t.toleration() for t in self.props.pool_taints]}
 
+    def _service(self) -> dict[str, Any]:
+        """A cluster service: on the monitoring pool, above every workload tier. The
+        ``priorityClassName`` keys are the chart's at 55.5.1 (docs/monitoring.md)."""
+        return {**self._pinned(), "priorityClassName": self.props.priority_class}
+
     def values(self) -> dict[str, Any]:
         p = self.props
-        pinned = self._pinned
+        service = self._service
         label, label_value = p.dashboard_label
         values: dict[str, Any] = {
             "prometheus": {"prometheusSpec": {
@@ -160,20 +171,21 @@ class KubePrometheusStack:
                     "storageClassName": p.storage_class, "accessModes": ["ReadWriteOnce"],
                     "resources": {"requests": {"storage": quantity.canonical(p.storage_size, "memory")}}}}},
                 **monitor_selectors(p.monitor_labels),
-                **pinned(),
+                **service(),
             }},
-            "alertmanager": {"alertmanagerSpec": pinned()},
-            "prometheusOperator": {**pinned(), "admissionWebhooks": {"patch": pinned()}},
+            "alertmanager": {"alertmanagerSpec": service()},
+            "prometheusOperator": {**service(), "admissionWebhooks": {"patch": service()}},
             "kube-state-metrics": {
-                **pinned(),
+                **service(),
                 "metricLabelsAllowlist": [f"pods=[{','.join(p.pod_labels_allowlist)}]",
                                           f"nodes=[{','.join(p.node_labels_allowlist)}]"],
             },
             # Host network gives instance=<node IP>:9100; tolerating every taint puts it on
             # the online, mixed and monitoring pools alike.
-            "prometheus-node-exporter": {"hostNetwork": True, "tolerations": [{"operator": "Exists"}]},
+            "prometheus-node-exporter": {"hostNetwork": True, "tolerations": [{"operator": "Exists"}],
+                                         "priorityClassName": p.node_priority_class},
             "grafana": {
-                **pinned(),
+                **service(),
                 "admin": {"existingSecret": p.grafana_admin_secret, "userKey": p.grafana_user_key,
                           "passwordKey": p.grafana_password_key},
                 "sidecar": {

@@ -22,6 +22,11 @@ MAX_USER_PRIORITY = 1_000_000_000
 #: and a mistyped value cannot silently reorder online and offline work.
 MIN_GAP_FACTOR = 10
 
+#: The built-in PriorityClasses every cluster has (kubernetes/kubernetes pkg/apis/scheduling/types.go,
+#: SystemCriticalPriority = 2e9; node-critical is 1000 above), usable in any namespace.
+BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
+CLUSTER_CRITICAL, NODE_CRITICAL = BUILTIN_PRIORITY_CLASSES
+
 # --- Argo CD (docs/gitops.md) -------------------------------------------------------------------
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"

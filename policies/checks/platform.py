@@ -10,7 +10,7 @@ from typing import Iterator
 from colocate import quantity
 from colocate.checker import Index, Rule, Violation
 from colocate.model.names import POOL_LABEL
-from colocate.model.names import MAX_USER_PRIORITY, MIN_GAP_FACTOR
+from colocate.model.names import BUILTIN_PRIORITY_CLASSES, MAX_USER_PRIORITY, MIN_GAP_FACTOR
 from colocate.manifests import PodSpec, containers
 
 
@@ -90,3 +90,23 @@ def namespaced_without_namespace(index: Index, rule: Rule) -> Iterator[Violation
     for doc in index.api_objects():
         if doc.namespaced and not doc.namespace:
             yield Violation(doc, "metadata.namespace")
+
+
+def pod_priority(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Pods outside the offline namespaces have a class above the offline tier (the pre-pull
+    namespace excepted). Offline namespaces and TFJobs are COL004's and COL102's: one finding per fault."""
+    cluster = index.ctx.cluster
+    values = dict(BUILTIN_PRIORITY_CLASSES)
+    values.update({t.name: t.value for t in cluster.tiers})
+    values.update({d.name: d.obj["value"] for d in index.of_kind("PriorityClass") if isinstance(d.obj.get("value"), int)})
+    offline = cluster.tier("offline")
+    low_allowed = index.ctx.offline_namespaces | {cluster.prepull_namespace}
+    for pod in index.pods():
+        if pod.doc.namespace in index.ctx.offline_namespaces or pod.doc.kind == "TFJob":
+            continue
+        name = pod.spec.get("priorityClassName")
+        field = f"{pod.path}.priorityClassName"
+        if not name:
+            yield Violation(pod.doc, field, f"not set: the pod runs at priority 0, below {offline.name}")
+        elif pod.doc.namespace not in low_allowed and values.get(name, offline.value + 1) <= offline.value:
+            yield Violation(pod.doc, field, f"{name} ({values[name]}) is not above {offline.name} ({offline.value})")

@@ -84,3 +84,7 @@ def test_bad_props_are_refused_naming_the_prop(overrides, prop):
     with pytest.raises(PropError) as err:
         exporter(**overrides)
     assert err.value.prop == prop
+
+
+def test_runs_as_a_node_critical_agent_training_cannot_preempt():
+    assert exporter()[0].values()["priorityClassName"] == "system-node-critical"

@@ -112,3 +112,12 @@ def test_bad_props_are_refused_naming_the_prop(overrides, prop):
     with pytest.raises(PropError) as err:
         KubePrometheusStack(props(**overrides))
     assert err.value.prop == prop
+
+
+def test_every_component_runs_above_the_workload_tiers():
+    values = KubePrometheusStack(props()).values()
+    cluster_critical = [values["prometheus"]["prometheusSpec"], values["alertmanager"]["alertmanagerSpec"],
+                        values["prometheusOperator"], values["prometheusOperator"]["admissionWebhooks"]["patch"],
+                        values["kube-state-metrics"], values["grafana"]]
+    assert [c["priorityClassName"] for c in cluster_critical] == ["system-cluster-critical"] * 6
+    assert values["prometheus-node-exporter"]["priorityClassName"] == "system-node-critical"
