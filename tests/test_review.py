@@ -93,7 +93,7 @@ def test_real_changes_are_listed_exactly(history):
     images = {f["path"]: (f["old"], f["new"]) for f in by_name[("TFJob", "tf-mnist-dist")]["fields"]}
     assert images == {f"spec.tfReplicaSpecs.{role}.template.spec.containers[name=tensorflow].image":
                       ("harbor.example.com/ml/tf-mnist:2.11.0", "harbor.example.com/ml/tf-mnist:2.12.0")
-                      for role in ("Master", "Worker")}
+                      for role in ("Chief", "Worker")}
     assert doc["dangerous"] == []
     assert doc["policy"] == {"introduced": [], "resolved": []}
 
@@ -133,7 +133,7 @@ def test_bad_revision_is_exit_2_without_traceback(history):
 def test_the_added_job_shows_as_its_requests_in_the_mixed_pool(history):
     doc = _json(history, "base", "real")
     offline = {(d["pool"], d["resource"]): d["after"] - d["before"] for d in doc["capacity"] if d["tier"] == "offline"}
-    # tf-extra is a copy of tf-ps-mode: 1 Master, 2 Workers, 2 PS at 1 CPU / 2Gi each.
+    # tf-extra is a copy of tf-ps-mode: 1 Chief, 2 Workers, 2 PS at 1 CPU / 2Gi each.
     assert offline == {("mixed", "cpu"): 5 * 1000, ("mixed", "memory"): 5 * 2 * 2**30}
     text = _cli(Path(history["repo"]), "diff", history["base"], history["real"]).stdout
     assert "  mixed offline cpu: 45 -> 50 (+5) of 189" in text

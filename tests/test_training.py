@@ -37,10 +37,10 @@ def test_reference_jobs_have_the_roles_of_the_mission(rendered):
         spec = load(rendered, f"apps/training/tfjob.training.{name}.yaml")["spec"]["tfReplicaSpecs"]
         return {role: s["replicas"] for role, s in spec.items()}
 
-    assert replicas("tf-mnist-dist") == {"Master": 1, "Worker": 3}
-    assert replicas("tf-ps-mode") == {"Master": 1, "Worker": 2, "PS": 2}
+    assert replicas("tf-mnist-dist") == {"Chief": 1, "Worker": 3}
+    assert replicas("tf-ps-mode") == {"Chief": 1, "Worker": 2, "PS": 2}
     assert replicas("recsys-train") == {"PS": 2, "Worker": 4}
-    mnist = load(rendered, "apps/training/tfjob.training.tf-mnist-dist.yaml")["spec"]["tfReplicaSpecs"]["Master"]
+    mnist = load(rendered, "apps/training/tfjob.training.tf-mnist-dist.yaml")["spec"]["tfReplicaSpecs"]["Chief"]
     assert mnist["template"]["spec"]["containers"][0]["resources"] == {
         "requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}}
 

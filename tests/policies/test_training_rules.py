@@ -37,6 +37,7 @@ FIELDS = {
     "COL109/fail.yaml": {"spec.runPolicy.schedulingPolicy.priorityClass"},
     "COL004/fail.tfjob.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.priorityClassName"},
     "COL005/fail.tfjob.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.tolerations[0]"},
+    "COL110/fail.yaml": {"spec.tfReplicaSpecs"},
 }
 
 
