@@ -71,6 +71,8 @@ class Context:
     cluster: Cluster
     online_namespaces: set[str]
     offline_namespaces: set[str]
+    #: Oldest Argo CD (major, minor) that syncs the manifests (colocate.yaml).
+    min_argocd_version: tuple[int, int] = (0, 0)
 
     @property
     def values(self) -> dict[str, str]:
@@ -172,14 +174,14 @@ def _check_function(name: str, where: str = "") -> Callable:
     return check
 
 
-def _context(cluster: Cluster, docs: list[Doc]) -> Context:
+def _context(cluster: Cluster, docs: list[Doc], min_argocd_version: tuple[int, int] = (0, 0)) -> Context:
     online = {cluster.online_namespace}
     offline = {cluster.training_namespace}
     for doc in docs:
         if doc.kind == "Namespace":
             tier = (doc.metadata.get("labels") or {}).get(TIER_LABEL)
             {"online": online, "offline": offline}.get(tier, set()).add(doc.name)
-    return Context(cluster, online, offline)
+    return Context(cluster, online, offline, min_argocd_version)
 
 
 _REQUIRED = re.compile(r"^'([^']+)' is a required property")
@@ -246,7 +248,7 @@ def check(paths: list[Path], config_path: Path | None = None) -> CheckResult:
         if not docs:
             raise InputError(", ".join(map(str, paths)), "", "no Kubernetes objects found")
         rules = load_rules()
-        index = Index(docs, _context(reference(config), docs))
+        index = Index(docs, _context(reference(config), docs, config.gitops.min_argocd_version))
         rule_findings = evaluate(rules, index)
         schema_result = kubeconform.wait(validation)
     finally:

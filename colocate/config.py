@@ -22,6 +22,8 @@ class GitOps:
     argocd_namespace: str = "argocd"
     project: str = "default"
     destination_server: str = "https://kubernetes.default.svc"
+    #: Oldest Argo CD (major, minor) that syncs the repository.
+    min_argocd_version: tuple[int, int] = (2, 9)
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,8 @@ def load(path: Path | None = None) -> Config:
             argocd_namespace=gitops.get("argocdNamespace", "argocd"),
             project=gitops.get("project", "default"),
             destination_server=gitops.get("destinationServer", "https://kubernetes.default.svc"),
+            **({"min_argocd_version": tuple(int(x) for x in gitops["minArgoCDVersion"].split("."))}
+               if "minArgoCDVersion" in gitops else {}),
         ),
         registry_host=data["registry"]["host"],
         registry_cidrs=tuple(data["registry"]["cidrs"]),

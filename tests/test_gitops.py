@@ -37,3 +37,18 @@ def test_every_stateful_object_survives_prune_and_cascade_deletion(path, obj):
 def test_sync_options_are_read_as_gitops_engine_reads_them(value, options):
     metadata = {"annotations": {"argocd.argoproj.io/sync-options": value}} if value is not None else {}
     assert sync_options(metadata) == options
+
+
+def test_the_generated_applications_need_exactly_the_argo_cd_colocate_yaml_promises(tmp_path):
+    """With minArgoCDVersion 2.7, COL301 names the two fields that need 2.8 and 2.9."""
+    from colocate import checker
+
+    config = tmp_path / "colocate.yaml"
+    config.write_text((ROOT / "colocate.yaml").read_text().replace('minArgoCDVersion: "2.9"', 'minArgoCDVersion: "2.7"'))
+    findings = [f for f in checker.check([DIST / "apps" / "argocd"], config).findings if f.rule == "COL301"]
+    assert {(f.name, f.field) for f in findings} == {
+        ("kube-prometheus-stack", "spec.source.helm.valuesObject"),
+        ("dcgm-exporter", "spec.source.helm.valuesObject"),
+        ("colocate-training-operator-upstream", "spec.source.kustomize.patches"),
+    }
+    assert not [f for f in checker.check([DIST / "apps" / "argocd"]).findings if f.rule == "COL301"]
