@@ -10,7 +10,7 @@ from constructs import Construct
 
 from colocate import quantity
 from colocate.constructs._k8s import emit
-from colocate.model.pools import NodePoolProps, Resources
+from colocate.model.pools import PATCHES_DIR, NodePoolProps, Resources
 
 class NodePool(Construct):
     """A node pool: validates its props and emits its provisioning files."""
@@ -68,6 +68,6 @@ class NodePool(Construct):
                 "kubeletExtraArgs": {"node-labels": node_labels},
                 "taints": [t.to_kube() for t in self.props.taints],
             },
-            # kubeletconfiguration+strategic.yaml from this pool's folder goes here.
-            "patches": {"directory": "/etc/kubernetes/patches"},
+            # The pool's kubeletconfiguration.yaml goes here as KUBELET_PATCH_FILE.
+            "patches": {"directory": PATCHES_DIR},
         }

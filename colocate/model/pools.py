@@ -16,6 +16,14 @@ from colocate.errors import PropError
 from colocate.model.names import GPU, POOL_LABEL
 from colocate.model.validate import check_dns_label, check_labels
 
+#: Where kubeadm reads patches on a node (JoinConfiguration ``patches.directory``, and
+#: ``kubeadm upgrade node --patches``), and the file name that patches the kubelet's config:
+#: target ``kubeletconfiguration``, patch type ``strategic`` (docs/node-pools.md).
+PATCHES_DIR = "/etc/kubernetes/patches"
+KUBELET_PATCH_FILE = "kubeletconfiguration+strategic.yaml"
+#: The upgrade command that re-applies them (README and docs quote it; a test checks).
+UPGRADE_COMMAND = f"kubeadm upgrade node --patches {PATCHES_DIR}"
+
 #: Every hard-eviction signal, with the kubelet's defaults except memory. Setting any signal
 #: makes the unspecified ones 0 on Kubernetes 1.28 (kubelet config types.go), so all four are
 #: always written.

@@ -1,0 +1,53 @@
+"""The node files reach the kubelet: the patch folder and file name are what kubeadm reads."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from colocate import ROOT
+from colocate.model.pools import KUBELET_PATCH_FILE, PATCHES_DIR, UPGRADE_COMMAND
+
+NODES = ROOT / "dist" / "nodes"
+# kubernetes/kubernetes cmd/kubeadm/app/util/patches/patches.go (parseFilename): the extension
+# must be yaml or json, then ^(<target>)([^.+\n]*)?(\+)?(json|merge|strategic)?; a '+' without
+# a known patch type is an error.
+_EXTENSION = re.compile(r".+\.(json|yaml)$")
+_NAME = re.compile(r"^(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubeletconfiguration)"
+                   r"([^.+\n]*)?(\+)?(json|merge|strategic)?")
+
+
+def _kubeadm_target(file_name: str) -> tuple[str, str] | None:
+    if not _EXTENSION.match(file_name):
+        return None
+    match = _NAME.match(file_name)
+    if not match:
+        return None
+    if match.group(3) and not match.group(4):
+        raise ValueError(f"{file_name}: unknown or missing patch type after '+'")
+    return match.group(1), match.group(4) or "strategic"
+
+
+@pytest.mark.parametrize("pool", sorted(p.name for p in NODES.iterdir()))
+def test_each_pool_joins_with_the_patch_folder_the_docs_name(pool):
+    join = yaml.safe_load((NODES / pool / "joinconfiguration.yaml").read_text())
+    assert join["patches"]["directory"] == PATCHES_DIR
+    kubelet = yaml.safe_load((NODES / pool / "kubeletconfiguration.yaml").read_text())
+    assert kubelet["kind"] == "KubeletConfiguration"
+
+
+def test_the_kubelet_patch_file_name_is_a_strategic_kubeletconfiguration_patch():
+    assert _kubeadm_target(KUBELET_PATCH_FILE) == ("kubeletconfiguration", "strategic")
+    # The grammar rejects what it should: a wrong target is ignored, a bad patch type is an error.
+    assert _kubeadm_target("kubelet-config+strategic.yaml") is None
+    assert _kubeadm_target("kubeletconfiguration.txt") is None
+    with pytest.raises(ValueError):
+        _kubeadm_target("kubeletconfiguration+smart.yaml")
+
+
+def test_the_docs_give_the_exact_join_and_upgrade_commands():
+    readme = (ROOT / "README.md").read_text()
+    docs = (ROOT / "docs" / "node-pools.md").read_text()
+    assert UPGRADE_COMMAND in readme and UPGRADE_COMMAND in docs
+    assert f"{PATCHES_DIR}/{KUBELET_PATCH_FILE}" in readme and f"{PATCHES_DIR}/{KUBELET_PATCH_FILE}" in docs
