@@ -9,7 +9,6 @@ from colocate.charts._base import ColocateChart
 from colocate.constructs.namespace import Namespace, NamespaceProps
 from colocate.constructs.node_pool import NodePool
 from colocate.constructs.priority_tiers import PriorityTiers
-from colocate.constructs.prometheus_rbac import PrometheusKubeletAccess
 from colocate.constructs.tenant_namespace import LimitRangeProps, TenantNamespace, TenantNamespaceProps
 from colocate import quantity
 
@@ -67,5 +66,3 @@ class PlatformChart(ColocateChart):
         # privileged level; the operator's pods pass baseline.
         for name, level in ((cluster.monitoring_namespace, "privileged"), (cluster.kubeflow_namespace, "baseline")):
             Namespace(self, f"namespace-{name}", NamespaceProps(name=name, enforce=level))
-        PrometheusKubeletAccess(self, "prometheus-kubelet", service_account=cluster.prometheus_service_account,
-                                namespace=cluster.monitoring_namespace)

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 from colocate.config import Config
 from colocate.errors import PropError
-from colocate.model.names import kps_fullname
 from colocate.model.pools import KubeletReservations, NodePoolProps, Taint
 from colocate.model.tiers import PriorityTier
 
@@ -64,11 +63,6 @@ class Cluster:
         if len(taints) != 1:
             raise PropError("Cluster", f"pools[{pool_name!r}].taints", f"needs exactly one taint, has {len(taints)}")
         return taints[0]
-
-    @property
-    def prometheus_service_account(self) -> str:
-        """kube-prometheus-stack names it ``<fullname>-prometheus`` (templates/_helpers.tpl)."""
-        return f"{kps_fullname(self.prometheus_release)}-prometheus"
 
     @property
     def monitor_labels(self) -> dict[str, str]:
