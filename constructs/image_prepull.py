@@ -9,6 +9,9 @@ its image garbage collection removes first).
 """
 from __future__ import annotations
 
+import hashlib
+import re
+
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -18,7 +21,7 @@ from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label, check_image
 from colocate.model.names import NAME_LABEL
 from colocate.constructs.node_pool import NodePool
-from colocate.model.scheduling import required_pool_affinity
+from colocate.model.scheduling import ImageRef, required_pool_affinity
 from colocate.errors import PropError
 
 #: Enough for ``sh -c true`` and for pause; limits equal requests (Guaranteed, never evicted
@@ -47,6 +50,16 @@ class ImagePrepullProps:
     pause_image: str
 
 
+def pull_container_name(image: str) -> str:
+    """``pull-<repository>-<tag>`` as a DNS label; a long one keeps a hash of the image."""
+    ref = ImageRef.parse(image)
+    slug = re.sub(r"[^a-z0-9]+", "-", f"{ref.repository}-{ref.tag or ref.digest}".lower()).strip("-")
+    name = f"pull-{slug}"
+    if len(name) > 63:
+        name = f"{name[:54].rstrip('-')}-{hashlib.sha256(image.encode()).hexdigest()[:8]}"
+    return name
+
+
 class ImagePrepull(Construct):
     """One DaemonSet: an init container per image, then pause."""
 
@@ -58,9 +71,11 @@ class ImagePrepull(Construct):
         selector = {NAME_LABEL: p.name}
         tolerations = {"tolerations": p.pool.tolerations()} if p.pool.props.taints else {}
         resources = {"requests": dict(TINY), "limits": dict(TINY)}
-        init = [{"name": f"pull-{i}", "image": image, "imagePullPolicy": "IfNotPresent",
+        # Named after the image, so adding a job's image adds one init container and renames
+        # none of the others (a review sees exactly the new pull).
+        init = [{"name": pull_container_name(image), "image": image, "imagePullPolicy": "IfNotPresent",
                  "command": ["/bin/sh", "-c", "true"], "resources": resources, "securityContext": _SECURITY}
-                for i, image in enumerate(p.images)]
+                for image in p.images]
         emit(self, "daemonset", {
             "apiVersion": "apps/v1", "kind": "DaemonSet",
             "metadata": {"name": p.name, "namespace": p.namespace, "labels": dict(selector)},
@@ -96,3 +111,8 @@ class ImagePrepull(Construct):
         for i, image in enumerate(p.images):
             check_image(where, f"images[{i}]", image, mirror_path=False)
         check_image(where, "pause_image", p.pause_image, mirror_path=False)
+        names = [pull_container_name(image) for image in p.images]
+        for i, name in enumerate(names):
+            if names.index(name) != i:
+                raise PropError(where, f"images[{i}]", f"{p.images[i]!r} gives the same container name {name!r} "
+                                f"as {p.images[names.index(name)]!r}")
