@@ -49,6 +49,9 @@ def stack(cluster: Cluster, config: Config, pools: dict[str, NodePool]) -> kps.K
         pool_labels=monitoring.labels, pool_taints=tuple(monitoring.props.taints),
         image_registry=config.registry_host if config.mirror_upstream_images else None,
         community_dashboards=COMMUNITY_DASHBOARDS,
+        # It fires on training pods Pending for 15 minutes (preemption makes that normal);
+        # the mixin's ColocatePodNotReady is the same alert minus the training namespace.
+        disabled_default_rules=("KubePodNotReady",),
     ))
 
 

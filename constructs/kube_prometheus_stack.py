@@ -108,6 +108,9 @@ class KubePrometheusStackProps:
     priority_class: str = CLUSTER_CRITICAL
     #: PriorityClass of node-exporter, on every node. Default ``system-node-critical``.
     node_priority_class: str = NODE_CRITICAL
+    #: Default alerts of the chart to switch off (``defaultRules.disabled.<alert>``, chart
+    #: 55.5.1) because a mixin alert replaces them. Default: none.
+    disabled_default_rules: Sequence[str] = ()
     #: Chart version. Default 55.5.1.
     chart_version: str = CHART_VERSION
 
@@ -195,6 +198,8 @@ class KubePrometheusStack:
                 },
             },
         }
+        if p.disabled_default_rules:
+            values["defaultRules"] = {"disabled": {name: True for name in p.disabled_default_rules}}
         if p.community_dashboards:
             values["grafana"]["dashboardProviders"] = {"dashboardproviders.yaml": {"apiVersion": 1, "providers": [{
                 "name": "community", "orgId": 1, "folder": "Community", "type": "file",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from colocate.constructs.mixin.config import Selectors, eq, sel
+from colocate.constructs.mixin.config import Selectors, eq, ne_value, re_, sel
 
 
 class Alerts(Selectors):
@@ -16,6 +16,10 @@ class Alerts(Selectors):
         failed = sel("training_operator_jobs_failed_total", eq("job", c.training_operator_job),
                       eq("framework", "tensorflow"), eq("job_namespace", c.training_namespace))
         pending = sel("kube_pod_status_phase", ksm, ns, eq("phase", "Pending"))
+        not_training = ne_value("namespace", c.training_namespace)
+        not_ready = (f'sum by (namespace, pod) (max by (namespace, pod) ({sel("kube_pod_status_phase", ksm, not_training, re_("phase", "Pending|Unknown|Failed"))})'
+                     f' * on (namespace, pod) group_left (owner_kind) topk by (namespace, pod) '
+                     f'(1, max by (namespace, pod, owner_kind) ({sel("kube_pod_owner", ksm, ne_value("owner_kind", "Job"))})))')
         gpu_util = sel("DCGM_FI_DEV_GPU_UTIL", self._dcgm)
         idle_gpus = self._per_gpu(f"avg_over_time({gpu_util}[5m])")
         mixed_nodes = f'max by (node) ({sel("kube_node_labels", ksm, eq(c.pool_label, c.mixed_pool))})'
@@ -35,6 +39,15 @@ class Alerts(Selectors):
                                f"{c.pending_for}; preempted pods are only briefly Pending.",
                    hint="kubectl describe pod shows the scheduler's reason: usually the training ResourceQuota, "
                         "no free GPU on the mixed pool, or a PVC that cannot bind."),
+            # kube-prometheus-stack 55.5.1's KubePodNotReady (templates/prometheus/rules-1.14/
+            # kubernetes-apps.yaml) minus the training namespace, whose pods have their own 30m rule.
+            _alert("ColocatePodNotReady", f"{not_ready} > 0", c.not_ready_for,
+                   summary=f"Pod not ready for more than {c.not_ready_for}.",
+                   description="Pod {{ $labels.namespace }}/{{ $labels.pod }} has been in a non-ready state for "
+                               f"longer than {c.not_ready_for}.",
+                   hint="kubectl describe pod: Pending means the scheduler's reason (online pods preempt training "
+                        "pods, so a Pending online pod means the pool itself is full); Failed or Unknown, the "
+                        "container's or node's state."),
             # Restarted containers keep the reason in lastState; with restartPolicy Never (the
             # TFJob default) the container stays terminated with the reason in its current state.
             _alert("ColocateTrainingPodOOMKilled",

@@ -52,6 +52,10 @@ def re_(label: str, value: str) -> str:
     return f'{label}=~"{value}"'
 
 
+def ne_value(label: str, value: str) -> str:
+    return f'{label}!="{value}"'
+
+
 def ne(label: str) -> str:
     return f'{label}!=""'
 
@@ -92,6 +96,9 @@ class MixinConfig:
     #: How long a training pod may stay Pending: preempted offline pods are briefly Pending
     #: by design, so this is long.
     pending_for: str = "30m"
+    #: How long any other pod may stay not ready (kube-prometheus-stack's KubePodNotReady, which
+    #: we replace because it would fire on training pods at 15 minutes).
+    not_ready_for: str = "15m"
     #: GPU utilisation (percent, 5-minute average) below which a GPU counts as idle, and for how long.
     gpu_idle_percent: int = 10
     gpu_idle_for: str = "15m"
