@@ -152,6 +152,9 @@ class TenantNamespace(Construct):
                     "ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}],
                 }],
             }),
+            # Not for image pulls: the kubelet pulls images from the node's network, which no
+            # NetworkPolicy governs. This lets the pods themselves reach Harbor over HTTPS (datasets
+            # and models kept there, artifacts pushed back); docs/training.md.
             ("allow-registry", {
                 "podSelector": {}, "policyTypes": ["Egress"],
                 "egress": [{"to": [{"ipBlock": {"cidr": c}} for c in p.registry_cidrs],
