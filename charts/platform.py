@@ -5,7 +5,9 @@ from constructs import Construct
 
 from colocate.model.cluster import Cluster
 from colocate.config import Config
-from colocate.charts._base import ColocateChart
+from colocate.charts._base import AppSpec, ColocateChart
+from colocate.constructs import device_plugin as plugin
+from colocate.constructs.argocd_application import helm_chart
 from colocate.constructs.namespace import Namespace, NamespaceProps
 from colocate.constructs.node_pool import NodePool
 from colocate.constructs.priority_tiers import PriorityTiers
@@ -40,6 +42,11 @@ class PlatformChart(ColocateChart):
 
     def __init__(self, scope: Construct, cluster: Cluster, config: Config, pools: dict[str, NodePool]):
         super().__init__(scope, "platform", folder="apps/platform")
+        gpu_pools = [p for p in pools.values() if p.props.gpus > 0]
+        self.device_plugin = plugin.NvidiaDevicePlugin(plugin.NvidiaDevicePluginProps(
+            gpu_pools=[p.name for p in gpu_pools], taints=[t for p in gpu_pools for t in p.props.taints],
+            image=config.image(plugin.IMAGE),
+        )) if config.device_plugin_chart_repo_url and gpu_pools else None
         self.tiers = PriorityTiers(self, "tiers", cluster.tiers)
         mixed, online = pools[cluster.mixed_pool], pools[cluster.online_pool]
         self.training = TenantNamespace(self, "training", TenantNamespaceProps(
@@ -66,3 +73,15 @@ class PlatformChart(ColocateChart):
         # privileged level; the operator's pods pass baseline.
         for name, level in ((cluster.monitoring_namespace, "privileged"), (cluster.kubeflow_namespace, "baseline")):
             Namespace(self, f"namespace-{name}", NamespaceProps(name=name, enforce=level))
+
+    def applications(self, config: Config) -> list[AppSpec]:
+        """This folder, and the NVIDIA device plugin (a Helm Application) unless colocate.yaml
+        leaves it to the GPU operator; it syncs right after the platform, before any GPU pod."""
+        rows = super().applications(config)
+        if self.device_plugin:
+            release = self.device_plugin.props.release
+            rows.append(AppSpec(release, release, helm_chart(config.device_plugin_chart_repo_url, plugin.CHART,
+                                                             plugin.CHART_VERSION, release, self.device_plugin.values()),
+                                wave=self.sync_wave + 1, destination_namespace=plugin.NAMESPACE,
+                                sync_options=("PruneLast=true",)))
+        return rows

@@ -48,6 +48,8 @@ class Config:
     training_operator_repo_url: str
     training_operator_version: str
     monitoring: Monitoring
+    #: Helm repository of the NVIDIA device plugin chart; None when colocate does not deploy it.
+    device_plugin_chart_repo_url: str | None = None
 
     def image(self, upstream: str) -> str:
         """Where the cluster pulls an upstream image from (``nvcr.io/nvidia/x:1`` -> ``<host>/nvidia/x:1``)."""
@@ -121,6 +123,8 @@ def load(path: Path | None = None) -> Config:
         shared_storage_class=data["storage"]["sharedClass"],
         training_operator_repo_url=data["trainingOperator"]["repoURL"],
         training_operator_version=data["trainingOperator"]["version"],
+        device_plugin_chart_repo_url=(data["gpu"]["devicePluginChartRepoURL"]
+                                      if (data.get("gpu") or {}).get("devicePlugin") else None),
         monitoring=Monitoring(
             prometheus_chart_repo_url=data["monitoring"]["prometheusChartRepoURL"],
             dcgm_chart_repo_url=data["monitoring"]["dcgmChartRepoURL"],

@@ -40,7 +40,7 @@ def test_sync_options_are_read_as_gitops_engine_reads_them(value, options):
 
 
 def test_the_generated_applications_need_exactly_the_argo_cd_colocate_yaml_promises(tmp_path):
-    """With minArgoCDVersion 2.7, COL301 names the two fields that need 2.8 and 2.9."""
+    """With minArgoCDVersion 2.7, COL301 names every field that needs 2.8 or 2.9."""
     from colocate import checker
 
     config = tmp_path / "colocate.yaml"
@@ -49,6 +49,7 @@ def test_the_generated_applications_need_exactly_the_argo_cd_colocate_yaml_promi
     assert {(f.name, f.field) for f in findings} == {
         ("kube-prometheus-stack", "spec.source.helm.valuesObject"),
         ("dcgm-exporter", "spec.source.helm.valuesObject"),
+        ("nvidia-device-plugin", "spec.source.helm.valuesObject"),
         ("colocate-training-operator-upstream", "spec.source.kustomize.patches"),
     }
     assert not [f for f in checker.check([DIST / "apps" / "argocd"]).findings if f.rule == "COL301"]
