@@ -155,3 +155,13 @@ def _label_names(expr: str) -> set[str]:
 
     promql_parser.walk(promql_parser.parse(expr), visit)
     return names
+
+
+def test_the_dashboard_uid_does_not_change_with_its_title():
+    from dataclasses import replace
+
+    from colocate.constructs.grafana_dashboard import dashboard_json
+
+    config = MixinConfig.from_cluster(cluster_mod.reference(config_mod.load()))
+    boards = [dashboard_json(ColocationMixin(c).dashboards[0]) for c in (config, replace(config, dashboard_title="Co-location"))]
+    assert boards[0]["title"] != boards[1]["title"] and boards[0]["uid"] == boards[1]["uid"]

@@ -107,6 +107,10 @@ class MixinConfig:
     restart_window: str = "30m"
     #: An event alert (OOM kill, failed TFJob) fires for this long after the event.
     event_window: str = "10m"
+    #: The dashboard's title, and the key its uid is derived from: the uid (and the ConfigMap
+    #: name) stays when the title is reworded, so links and bookmarks keep working.
+    dashboard_title: str = "Colocation"
+    dashboard_key: str = "colocation"
     #: How long a scrape target may be down before alerting.
     target_down_for: str = "5m"
 

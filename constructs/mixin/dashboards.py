@@ -33,7 +33,7 @@ class Dashboards(Selectors):
         c, ksm, ns = self.config, self._ksm, self._ns
         node = re_("node", "$node")
         layout = _Layout()
-        dashboard = (gd.Dashboard("Colocation").uid(dashboard_uid("Colocation")).tags(["colocate"])
+        dashboard = (gd.Dashboard(c.dashboard_title).uid(dashboard_uid(c.dashboard_key)).tags(["colocate"])
                      .description("Online inference and offline TensorFlow training sharing nodes.")
                      .time("now-6h", "now").refresh("1m").timezone("browser")
                      .with_variable(gd.DatasourceVariable("datasource").label("Data source").type("prometheus"))
@@ -107,10 +107,10 @@ class Dashboards(Selectors):
 
 
 
-def dashboard_uid(title: str) -> str:
-    """Stable Grafana uid from the title (Grafana allows 40 characters)."""
-    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
-    return f"colocate-{slug}"[:31] + "-" + hashlib.sha256(title.encode()).hexdigest()[:8]
+def dashboard_uid(key: str) -> str:
+    """Stable Grafana uid from a key that never changes with the title (at most 40 characters)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", key.lower()).strip("-")
+    return f"colocate-{slug}"[:31] + "-" + hashlib.sha256(key.encode()).hexdigest()[:8]
 
 
 DATASOURCE = md.DataSourceRef(type_val="prometheus", uid="${datasource}")
