@@ -10,7 +10,7 @@ from colocate.constructs.online_service import OnlineService, OnlineServiceProps
 
 
 class OnlineChart(ColocateChart):
-    """Every online service, on the online pool at the online tier."""
+    """Every online service at the online tier, on the online pool first, then the mixed pool."""
 
     sync_wave = 10
 
@@ -19,6 +19,6 @@ class OnlineChart(ColocateChart):
         for spec in cluster.online_services:
             OnlineService(self, spec.name, OnlineServiceProps(
                 name=spec.name, namespace=cluster.online_namespace, image=spec.image,
-                pool=pools[cluster.online_pool], priority_class=cluster.tier("online").name,
+                pools=[pools[name] for name in cluster.online_placement], priority_class=cluster.tier("online").name,
                 cpu=spec.cpu, memory=spec.memory, gpus=spec.gpus, port=spec.port, replicas=spec.replicas,
             ))

@@ -1,6 +1,8 @@
 """The platform Application: priority tiers, namespaces and their fences, Prometheus RBAC."""
 from __future__ import annotations
 
+from typing import Sequence
+
 from constructs import Construct
 
 from colocate.model.cluster import Cluster
@@ -13,13 +15,11 @@ from colocate.constructs.node_pool import NodePool
 from colocate.constructs.priority_tiers import PriorityTiers
 from colocate.constructs.tenant_namespace import LimitRangeProps, TenantNamespace, TenantNamespaceProps
 from colocate import quantity
+from colocate.model.pools import Resources
 
-#: Removing a namespace from git must never delete everything in it.
-
-
-def pool_quota(pool: NodePool, *, limits_memory: bool) -> dict[str, str]:
-    """A ResourceQuota that lets a namespace fill exactly the pool's allocatable."""
-    total = pool.total_allocatable
+def pool_quota(pools: Sequence[NodePool], *, limits_memory: bool) -> dict[str, str]:
+    """A ResourceQuota that lets a namespace fill exactly the pools' allocatable."""
+    total = sum((pool.total_allocatable for pool in pools), Resources(0, 0, 0))
     quota = {"requests.cpu": quantity.format_cpu(total.cpu_milli),
              "requests.memory": quantity.format_bytes(total.memory_bytes)}
     if limits_memory:
@@ -29,10 +29,10 @@ def pool_quota(pool: NodePool, *, limits_memory: bool) -> dict[str, str]:
     return quota
 
 
-def node_ceiling(pool: NodePool) -> dict[str, str]:
-    """Largest container a node of the pool can hold."""
-    return {"cpu": quantity.format_cpu(pool.allocatable.cpu_milli),
-            "memory": quantity.format_bytes(pool.allocatable.memory_bytes)}
+def node_ceiling(pools: Sequence[NodePool]) -> dict[str, str]:
+    """Largest container a node of any of the pools can hold."""
+    return {"cpu": quantity.format_cpu(max(p.allocatable.cpu_milli for p in pools)),
+            "memory": quantity.format_bytes(max(p.allocatable.memory_bytes for p in pools))}
 
 
 class PlatformChart(ColocateChart):
@@ -48,7 +48,8 @@ class PlatformChart(ColocateChart):
             image=config.image(plugin.IMAGE),
         )) if config.device_plugin_chart_repo_url and gpu_pools else None
         self.tiers = PriorityTiers(self, "tiers", cluster.tiers)
-        mixed, online = pools[cluster.mixed_pool], pools[cluster.online_pool]
+        # Training fills the mixed pool; online services may fill every pool they run on.
+        mixed, online = [pools[cluster.mixed_pool]], [pools[name] for name in cluster.online_placement]
         self.training = TenantNamespace(self, "training", TenantNamespaceProps(
             name=cluster.training_namespace, tier="offline", registry_cidrs=config.registry_cidrs,
             # Offline pods may burst CPU above requests, but memory is not compressible: the

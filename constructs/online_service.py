@@ -1,12 +1,14 @@
 """OnlineService: a latency-critical Deployment that offline work can never squeeze.
 
-Guaranteed QoS (requests == limits), integer CPU where the pool pins cores, the online
-priority tier, a toleration for the online pool's taint, a PodDisruptionBudget and a Service.
+Guaranteed QoS (requests == limits), integer CPU where a pool pins cores, the online priority
+tier, placement on its pools in order of preference (the dedicated online pool first, then
+the mixed pool, where it preempts training when it needs room), exactly the tolerations those
+pools need, a PodDisruptionBudget and a Service.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from constructs import Construct
 
@@ -15,10 +17,10 @@ from colocate.errors import PropError
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label, check_image
 from colocate.model.names import NAME_LABEL
+from colocate.model.scheduling import ordered_pool_affinity
 
 from colocate.constructs.node_pool import NodePool
 from colocate.model.pools import Resources
-
 
 
 @dataclass(frozen=True)
@@ -31,8 +33,9 @@ class OnlineServiceProps:
     namespace: str
     #: Full image reference from the internal registry.
     image: str
-    #: The pool the pods run on: its labels become the nodeSelector, its taints tolerations.
-    pool: NodePool
+    #: Pools the pods may run on, preferred first: required node affinity on all of them, a
+    #: preference for the first, and a toleration for each of their taints.
+    pools: Sequence[NodePool]
     #: PriorityClass name of the online tier.
     priority_class: str
     #: Per-pod CPU; requests == limits. Whole cores when the pool's CPU manager is static.
@@ -86,8 +89,8 @@ class OnlineService(Construct):
                     "metadata": {"labels": dict(selector)},
                     "spec": {
                         "priorityClassName": p.priority_class,
-                        "nodeSelector": dict(p.pool.labels),
-                        "tolerations": p.pool.tolerations(),
+                        "affinity": ordered_pool_affinity([pool.name for pool in p.pools]),
+                        "tolerations": self._tolerations(),
                         "terminationGracePeriodSeconds": p.termination_grace_period_seconds,
                         "containers": [container],
                     },
@@ -106,6 +109,13 @@ class OnlineService(Construct):
             "spec": {"maxUnavailable": p.max_unavailable, "selector": {"matchLabels": selector}},
         })
 
+    def _tolerations(self) -> list[dict]:
+        """Each toleration the pools need, once, in pool order."""
+        out: list[dict] = []
+        for pool in self.props.pools:
+            out += [t for t in pool.tolerations() if t not in out]
+        return out
+
     def _validate(self) -> None:
         p, where = self.props, f"OnlineService {self.props.name!r}"
         check_dns_label(where, "name", p.name)
@@ -122,11 +132,17 @@ class OnlineService(Construct):
             value = getattr(p, prop)
             if not quantity.is_quantity(value) or quantity.parse(value) <= 0:
                 raise PropError(where, prop, f"{value!r} must be a positive quantity")
-        if p.pool.static_cpu and quantity.millicores(p.cpu) % 1000:
-            raise PropError(where, "cpu", f"{p.cpu!r} is not a whole number of cores; pool {p.pool.name!r} runs the "
+        names = [pool.name for pool in p.pools]
+        if not names or len(set(names)) != len(names):
+            raise PropError(where, "pools", f"{names!r} must name at least one pool, each once")
+        static = [pool.name for pool in p.pools if pool.static_cpu]
+        if static and quantity.millicores(p.cpu) % 1000:
+            raise PropError(where, "cpu", f"{p.cpu!r} is not a whole number of cores; pool {static[0]!r} runs the "
                             "static CPU manager, which pins cores only for integer CPU in Guaranteed pods; "
                             f"use {quantity.millicores(p.cpu) // 1000 + 1} or {max(1, quantity.millicores(p.cpu) // 1000)}")
         need = Resources(quantity.millicores(p.cpu), quantity.to_bytes(p.memory), p.gpus)
-        if not p.pool.allocatable.fits(need):
-            raise PropError(where, "cpu/memory/gpus", f"a pod needs {need}, more than one node of pool "
-                            f"{p.pool.name!r} can give ({p.pool.allocatable} allocatable)")
+        for pool in p.pools:
+            if not pool.allocatable.fits(need):
+                raise PropError(where, "cpu/memory/gpus", f"a pod needs {need}, more than one node of pool "
+                                f"{pool.name!r} can give ({pool.allocatable} allocatable); drop the pool from "
+                                "pools or shrink the pod")

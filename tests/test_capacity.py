@@ -29,8 +29,13 @@ def _requests(spec: dict) -> tuple[Decimal, Decimal, Decimal]:
 def _pool(spec: dict) -> str:
     if "colocate.io/pool" in (spec.get("nodeSelector") or {}):
         return spec["nodeSelector"]["colocate.io/pool"]
-    (term,) = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    affinity = spec["affinity"]["nodeAffinity"]
+    (term,) = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     (expr,) = [e for e in term["matchExpressions"] if e["key"] == "colocate.io/pool"]
+    if len(expr["values"]) > 1:
+        # Several pools: the request counts where the pod goes first, its one preferred pool.
+        (preferred,) = affinity["preferredDuringSchedulingIgnoredDuringExecution"]
+        (expr,) = preferred["preference"]["matchExpressions"]
     (pool,) = expr["values"]
     return pool
 

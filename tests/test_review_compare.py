@@ -67,12 +67,14 @@ def test_dangers_of_immutable_fields_priority_taints_and_pools():
     obj["spec"]["selector"]["matchLabels"]["extra"] = "x"
     pod = obj["spec"]["template"]["spec"]
     pod["tolerations"] = []
-    pod["nodeSelector"]["colocate.io/pool"] = "mixed"
+    # online or mixed -> mixed only
+    pod["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "colocate.io/pool", "operator": "In", "values": ["mixed"]}]}]}}}
     new = _entry(DEPLOYMENT, obj)
     ranks = {d.rank: d.reason for d in danger.changed(old, new, compare.diff(old.obj, new.obj))}
     assert set(ranks) == {danger.RECREATE, danger.TAINT, danger.POOL_MOVE}
     assert ranks[danger.RECREATE].startswith("spec.selector is immutable")
-    assert ranks[danger.POOL_MOVE] == "pods move between pools: online -> mixed"
+    assert ranks[danger.POOL_MOVE] == "pods move between pools: mixed, online -> mixed"
 
     pc = _entry("apps/platform/priorityclass.offline-batch.yaml")
     raised = _entry(pc.file, {**pc.obj, "value": 2_000_000})

@@ -44,6 +44,9 @@ class Cluster:
     #: label Prometheus selects ServiceMonitors and PrometheusRules by.
     prometheus_release: str
     online_services: tuple[OnlineServiceSpec, ...]
+    #: Pools online services may run on, preferred first: the dedicated online pool, then the
+    #: mixed pool, where they take capacity from training (preemption) when online is full.
+    online_service_pools: tuple[str, ...] = ()
     #: Namespace of the training-image pre-pull DaemonSet: its pods run at the background
     #: tier, which the offline namespace's priority rule would refuse.
     prepull_namespace: str = "image-prepull"
@@ -63,6 +66,11 @@ class Cluster:
         if len(taints) != 1:
             raise PropError("Cluster", f"pools[{pool_name!r}].taints", f"needs exactly one taint, has {len(taints)}")
         return taints[0]
+
+    @property
+    def online_placement(self) -> tuple[str, ...]:
+        """``online_service_pools``, or the online pool alone when that is empty."""
+        return self.online_service_pools or (self.online_pool,)
 
     @property
     def monitor_labels(self) -> dict[str, str]:
@@ -126,6 +134,7 @@ def reference(config: Config) -> Cluster:
         monitoring_namespace="monitoring",
         kubeflow_namespace="kubeflow",
         prometheus_release="kube-prometheus-stack",
+        online_service_pools=("online", "mixed"),
         online_services=(
             OnlineServiceSpec(name="recsys-inference", image=f"{config.registry_host}/ml/recsys-inference:1.0.0",
                               cpu="4", memory="8Gi", gpus=1, port=8080, replicas=2),

@@ -93,6 +93,13 @@ class Resources:
         text = f"cpu {quantity.format_cpu(self.cpu_milli)}, memory {quantity.format_bytes(self.memory_bytes)}"
         return text + (f", {GPU} {self.gpus}" if self.gpus else "")
 
+    def __add__(self, other: "Resources") -> "Resources":
+        return Resources(self.cpu_milli + other.cpu_milli, self.memory_bytes + other.memory_bytes,
+                         self.gpus + other.gpus)
+
+    def times(self, n: int) -> "Resources":
+        return Resources(n * self.cpu_milli, n * self.memory_bytes, n * self.gpus)
+
     def fits(self, other: "Resources") -> bool:
         """True when ``other`` fits inside these resources."""
         return (other.cpu_milli <= self.cpu_milli and other.memory_bytes <= self.memory_bytes
@@ -143,8 +150,7 @@ class NodePoolProps:
 
     @property
     def total_allocatable(self) -> Resources:
-        n, a = self.nodes, self.allocatable
-        return Resources(a.cpu_milli * n, a.memory_bytes * n, a.gpus * n)
+        return self.allocatable.times(self.nodes)
 
     def tolerations(self) -> list[dict]:
         """Tolerations a pod needs to run on this pool."""

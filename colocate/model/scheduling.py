@@ -3,7 +3,7 @@ one label-selector matcher, one image-reference parser. Plain functions, no cdk8
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from colocate.model.names import POOL_LABEL
 
@@ -17,6 +17,63 @@ def required_pool_affinity(pools: Iterable[str]) -> dict[str, Any]:
     """``affinity`` that requires one of these pools."""
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [pool_term(pools)]}}}
+
+
+def ordered_pool_affinity(pools: Sequence[str]) -> dict[str, Any]:
+    """``affinity`` that requires one of ``pools`` and prefers the first: the scheduler scores
+    its nodes higher and spills to the others only when it is full."""
+    affinity = required_pool_affinity(pools)
+    if len(pools) > 1:
+        affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {"weight": 100, "preference": pool_term(pools[:1])}]
+    return affinity
+
+
+def _required_terms(spec: Mapping[str, Any]) -> list[dict]:
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    return required.get("nodeSelectorTerms") or []
+
+
+def pod_pools(spec: Mapping[str, Any]) -> set[str]:
+    """Pools a pod may run in: the pool label in its nodeSelector or required node affinity
+    (``In``). Empty: anywhere."""
+    out: set[str] = set()
+    selector = spec.get("nodeSelector") or {}
+    if POOL_LABEL in selector:
+        out.add(selector[POOL_LABEL])
+    for term in _required_terms(spec):
+        for expr in term.get("matchExpressions") or []:
+            if expr.get("key") == POOL_LABEL and expr.get("operator") == "In":
+                out.update(expr.get("values") or [])
+    return out
+
+
+def preferred_pool(spec: Mapping[str, Any]) -> str | None:
+    """The pool a pod lands on while it has room: its only pool, or among several the one its
+    heaviest preferred node-affinity term names alone. None when that is not decidable."""
+    pools = pod_pools(spec)
+    if len(pools) == 1:
+        return next(iter(pools))
+    preferred = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                 .get("preferredDuringSchedulingIgnoredDuringExecution") or [])
+    for term in sorted(preferred, key=lambda t: -int(t.get("weight") or 0)):
+        for expr in (term.get("preference") or {}).get("matchExpressions") or []:
+            values = expr.get("values") or []
+            if expr.get("key") == POOL_LABEL and expr.get("operator") == "In" and len(values) == 1 \
+                    and values[0] in pools:
+                return values[0]
+    return None
+
+
+def node_selected(spec: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether a node with ``labels`` passes the pod's nodeSelector and required node affinity
+    (terms ORed, expressions ANDed; taints are not considered)."""
+    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    terms = _required_terms(spec)
+    return not terms or any(selector_matches({"matchExpressions": t.get("matchExpressions") or []}, labels)
+                            for t in terms)
 
 
 def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:

@@ -5,7 +5,8 @@ Requests come from the objects in a dist/ tree: every pod template times its rep
 ``replicas``; Job: ``parallelism``; DaemonSet: one pod per node of its pools). A pod's request
 is what the scheduler counts: the sum over its containers, or the largest init container when
 that is larger; a container with limits but no requests requests its limits (API defaulting).
-Its pool is the ``colocate.io/pool`` in its nodeSelector or required node affinity; its tier the
+Its pool is the ``colocate.io/pool`` in its nodeSelector or required node affinity (of several,
+the one its preferred node affinity names: where it runs while that pool has room); its tier the
 ``colocate.io/tier`` label of its PriorityClass, else of its Namespace, else ``platform``.
 
 Allocatable comes from a ``PoolSource``: the pools of colocate.model (reference_pools). Objects
@@ -23,7 +24,7 @@ from colocate import manifests, quantity
 from colocate.model.names import GPU, TIER_LABEL
 from colocate.model.pools import NodePoolProps, Resources
 from colocate.manifests import Doc, PodSpec
-from colocate.review.danger import pod_pools
+from colocate.model.scheduling import pod_pools, preferred_pool
 
 #: Tier of pods whose PriorityClass and Namespace carry no tier label.
 DEFAULT_TIER = "platform"
@@ -44,10 +45,6 @@ def reference_pools(config_path: Path | None = None) -> tuple[NodePoolProps, ...
     return reference(config_mod.load(config_path) if config_path else config_mod.load()).pools
 
 
-def add(a: Resources, b: Resources, times: int = 1) -> Resources:
-    return Resources(a.cpu_milli + times * b.cpu_milli, a.memory_bytes + times * b.memory_bytes, a.gpus + times * b.gpus)
-
-
 def _container(container: dict, which: str) -> Resources:
     resources = container.get("resources") or {}
     values = dict(resources.get("limits") or {})
@@ -61,7 +58,7 @@ def pod_resources(spec: dict, which: str = "requests") -> Resources:
     """What one pod of this spec requests (what the scheduler reserves), or its limits."""
     total = ZERO
     for container in spec.get("containers") or []:
-        total = add(total, _container(container, which))
+        total += _container(container, which)
     for init in spec.get("initContainers") or []:
         r = _container(init, which)
         total = Resources(max(total.cpu_milli, r.cpu_milli), max(total.memory_bytes, r.memory_bytes), max(total.gpus, r.gpus))
@@ -93,7 +90,7 @@ class Usage:
     def total(self, pool: str) -> Resources:
         out = ZERO
         for r in self.requests.get(pool, {}).values():
-            out = add(out, r)
+            out += r
         return out
 
     @property
@@ -113,8 +110,9 @@ def _tier_of(docs: Iterable[Doc]) -> Callable[[PodSpec], str]:
 
 
 def pool_of(pod: PodSpec) -> str:
-    where = pod_pools(pod.spec)
-    return next(iter(where)) if len(where) == 1 else UNPINNED
+    """The pool a pod's request counts against: its only pool, or its preferred one (an online
+    service on online and mixed fills online first); else UNPINNED."""
+    return preferred_pool(pod.spec) or UNPINNED
 
 
 def daemonset_nodes(pod: PodSpec, nodes: dict[str, int]) -> int:
@@ -133,7 +131,7 @@ def usage(docs: list[Doc], pools: Sequence[NodePoolProps]) -> Usage:
             count = replicas(pod, daemonset_nodes(pod, nodes))
             by_tier = requests.setdefault(pool, {})
             tier = tier_of(pod)
-            by_tier[tier] = add(by_tier.get(tier, ZERO), pod_resources(pod.spec), count)
+            by_tier[tier] = by_tier.get(tier, ZERO) + pod_resources(pod.spec).times(count)
     return Usage(requests, {p.name: p.total_allocatable for p in pools})
 
 
@@ -221,12 +219,14 @@ class Unfit:
 
 
 def unfit(docs: list[Doc], pools: Sequence[NodePoolProps]) -> list[Unfit]:
-    """Pods whose request exceeds one node's allocatable."""
+    """Pods whose request exceeds one node's allocatable in every pool they may run in."""
     node = {p.name: p.allocatable for p in pools}
     out = []
     for doc in docs:
         for pod in manifests.pod_specs(doc):
-            pool, request = pool_of(pod), pod_resources(pod.spec)
-            if pool in node and not node[pool].fits(request):
-                out.append(Unfit(doc.ref, pod.role, pool, request, node[pool]))
+            request = pod_resources(pod.spec)
+            allowed = sorted(p for p in pod_pools(pod.spec) if p in node)
+            if allowed and not any(node[p].fits(request) for p in allowed):
+                largest = max(allowed, key=lambda p: (node[p].cpu_milli, node[p].memory_bytes, node[p].gpus))
+                out.append(Unfit(doc.ref, pod.role, "|".join(allowed), request, node[largest]))
     return out

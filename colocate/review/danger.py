@@ -7,7 +7,8 @@ from typing import Any
 
 from colocate import quantity
 from colocate.manifests import NON_API_KINDS, Doc, pod_specs
-from colocate.model.names import KEEP_ON_PRUNE, POOL_LABEL, sync_options
+from colocate.model.names import KEEP_ON_PRUNE, sync_options
+from colocate.model.scheduling import pod_pools
 from colocate.review.compare import FieldChange
 from colocate.review.tree import Entry
 
@@ -76,22 +77,6 @@ def _under(path: str, prefix: str) -> bool:
 
 def _storage(obj: dict[str, Any]) -> Any:
     return (((obj.get("spec") or {}).get("resources") or {}).get("requests") or {}).get("storage")
-
-
-def pod_pools(spec: dict[str, Any]) -> set[str]:
-    """Pools a pod may run in: the pool label in its nodeSelector or required node affinity
-    (``In``). Empty: anywhere."""
-    out: set[str] = set()
-    selector = spec.get("nodeSelector") or {}
-    if POOL_LABEL in selector:
-        out.add(selector[POOL_LABEL])
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-    for term in required.get("nodeSelectorTerms") or []:
-        for expr in term.get("matchExpressions") or []:
-            if expr.get("key") == POOL_LABEL and expr.get("operator") == "In":
-                out.update(expr.get("values") or [])
-    return out
 
 
 def _pools(entry: Entry) -> set[str]:

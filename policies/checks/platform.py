@@ -9,7 +9,7 @@ from typing import Iterator
 
 from colocate import quantity
 from colocate.checker import Index, Rule, Violation
-from colocate.model.names import POOL_LABEL
+from colocate.model.scheduling import node_selected
 from colocate.model.names import BUILTIN_PRIORITY_CLASSES, MAX_USER_PRIORITY, MIN_GAP_FACTOR
 from colocate.manifests import PodSpec, containers
 
@@ -44,8 +44,8 @@ def online_guaranteed(index: Index, rule: Rule) -> Iterator[Violation]:
 
 
 def _pools_for(index: Index, pod: PodSpec) -> list:
-    """The cluster's pools this pod can land on: its nodeSelector matches and it tolerates the taints."""
-    selector = pod.spec.get("nodeSelector") or {}
+    """The cluster's pools this pod can land on: its nodeSelector and required node affinity
+    match and it tolerates the taints."""
     tolerations = pod.spec.get("tolerations") or []
 
     def tolerated(taint) -> bool:
@@ -55,8 +55,7 @@ def _pools_for(index: Index, pod: PodSpec) -> list:
 
     pools = []
     for pool in index.ctx.cluster.pools:
-        labels = {**pool.labels, POOL_LABEL: pool.name}
-        if all(labels.get(k) == v for k, v in selector.items()) and all(tolerated(t) for t in pool.taints):
+        if node_selected(pod.spec, pool.node_labels) and all(tolerated(t) for t in pool.taints):
             pools.append(pool)
     return pools
 

@@ -9,16 +9,27 @@ from colocate.constructs.online_service import OnlineService, OnlineServiceProps
 from colocate.errors import PropError
 
 
-def synth(static: bool = True, **overrides) -> dict[str, dict]:
+ONLINE_TOLERATION = {"key": "online", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+
+
+def synth(static: bool = True, pools: tuple[str, ...] = ("online",), **overrides) -> dict[str, dict]:
     chart = cdk8s.Testing.chart()
-    pool = NodePool(chart, "pool", NodePoolProps(
-        name="online", nodes=4, cpu="16", memory="64Gi", gpus=1, labels={"role": "online"}, taints=(Taint("online", "true"),),
-        kubelet=KubeletReservations(system_reserved={"cpu": "1", "memory": "2Gi"},
-                                    cpu_manager_policy="static" if static else "none")))
-    props = dict(name="model", namespace="online", image="harbor.example.com/ml/model:1.0.0", pool=pool,
-                 priority_class="online-high", cpu="4", memory="8Gi", port=8080)
+    kubelet = KubeletReservations(system_reserved={"cpu": "1", "memory": "2Gi"},
+                                  cpu_manager_policy="static" if static else "none")
+    known = {
+        "online": NodePool(chart, "online", NodePoolProps(
+            name="online", nodes=4, cpu="16", memory="64Gi", gpus=1, labels={"role": "online"},
+            taints=(Taint("online", "true"),), kubelet=kubelet)),
+        "mixed": NodePool(chart, "mixed", NodePoolProps(
+            name="mixed", nodes=6, cpu="32", memory="128Gi", gpus=2, labels={"role": "mixed"}, kubelet=kubelet)),
+        "small": NodePool(chart, "small", NodePoolProps(
+            name="small", nodes=2, cpu="4", memory="16Gi", labels={"role": "small"},
+            kubelet=KubeletReservations(system_reserved={"cpu": "1", "memory": "2Gi"}))),
+    }
+    props = dict(name="model", namespace="online", image="harbor.example.com/ml/model:1.0.0",
+                 pools=[known[name] for name in pools], priority_class="online-high", cpu="4", memory="8Gi", port=8080)
     OnlineService(chart, "svc", OnlineServiceProps(**{**props, **overrides}))
-    return {o["kind"]: o for o in cdk8s.Testing.synth(chart)}
+    return {o["kind"]: o for o in cdk8s.Testing.synth(chart) if o["kind"] not in ("KubeletConfiguration", "JoinConfiguration")}
 
 
 def test_pods_are_guaranteed_at_online_priority_on_the_online_pool():
@@ -26,8 +37,21 @@ def test_pods_are_guaranteed_at_online_priority_on_the_online_pool():
     resources = pod["containers"][0]["resources"]
     assert resources["requests"] == resources["limits"] == {"cpu": "4", "memory": "8Gi"}
     assert pod["priorityClassName"] == "online-high"
-    assert pod["tolerations"] == [{"key": "online", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
-    assert pod["nodeSelector"] == {"role": "online", "colocate.io/pool": "online"}
+    assert pod["tolerations"] == [ONLINE_TOLERATION]
+    assert pod["affinity"] == {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "colocate.io/pool", "operator": "In", "values": ["online"]}]}]}}}
+
+
+def test_several_pools_are_required_the_first_preferred_and_only_their_taints_tolerated():
+    pod = synth(pools=("online", "mixed"))["Deployment"]["spec"]["template"]["spec"]
+    affinity = pod["affinity"]["nodeAffinity"]
+    assert affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
+        {"matchExpressions": [{"key": "colocate.io/pool", "operator": "In", "values": ["mixed", "online"]}]}]
+    assert affinity["preferredDuringSchedulingIgnoredDuringExecution"] == [{"weight": 100, "preference": {
+        "matchExpressions": [{"key": "colocate.io/pool", "operator": "In", "values": ["online"]}]}}]
+    # The mixed pool has no taint: nothing more to tolerate, and no wildcard.
+    assert pod["tolerations"] == [ONLINE_TOLERATION]
+    assert "nodeSelector" not in pod
 
 
 def test_pdb_and_service_select_the_pods():
@@ -48,8 +72,21 @@ def test_fractional_cpu_is_fine_without_the_static_cpu_manager():
     ({"max_unavailable": 0}, "max_unavailable", "block every node drain"),
     ({"image": "model:latest"}, "image", "pinned tag"),
     ({"port": 70000}, "port", "not a TCP port"),
+    ({"pools": []}, "pools", "at least one pool"),
 ])
 def test_bad_props_are_refused_naming_the_prop(overrides, prop, words):
     with pytest.raises(PropError) as err:
         synth(**overrides)
     assert err.value.prop == prop and words in str(err.value)
+
+
+def test_a_pod_too_big_for_any_listed_pool_is_refused_naming_that_pool():
+    with pytest.raises(PropError) as err:
+        synth(pools=("online", "small"), cpu="8")
+    assert err.value.prop == "cpu/memory/gpus" and "'small'" in str(err.value)
+
+
+def test_a_static_cpu_pool_anywhere_in_the_list_needs_whole_cores():
+    with pytest.raises(PropError) as err:
+        synth(static=True, pools=("small", "online"), cpu="1500m", memory="2Gi")
+    assert err.value.prop == "cpu" and "'online'" in str(err.value)
