@@ -17,6 +17,7 @@ from colocate.config import Config
 from colocate.charts._base import AppSpec, ColocateChart
 from colocate.constructs import dcgm_exporter as dcgm, kube_prometheus_stack as kps
 from colocate.constructs.argocd_application import helm_chart
+from colocate.constructs.mixin import tfjob_state
 from colocate.constructs.node_pool import NodePool
 from colocate.model.names import KPS_CHART
 
@@ -49,6 +50,8 @@ def stack(cluster: Cluster, config: Config, pools: dict[str, NodePool]) -> kps.K
         pool_labels=monitoring.labels, pool_taints=tuple(monitoring.props.taints),
         image_registry=config.registry_host if config.mirror_upstream_images else None,
         community_dashboards=COMMUNITY_DASHBOARDS,
+        # TFJob conditions for the TFJob-failed alert and the job-state panel.
+        ksm_custom_resource_state=tfjob_state.ksm_config(), ksm_rbac_rules=tfjob_state.ksm_rbac_rules(),
         # It fires on training pods Pending for 15 minutes (preemption makes that normal);
         # the mixin's ColocatePodNotReady is the same alert minus the training namespace.
         disabled_default_rules=("KubePodNotReady",),

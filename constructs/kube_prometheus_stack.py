@@ -100,6 +100,10 @@ class KubePrometheusStackProps:
     #: Node labels it exports on kube_node_labels; the dashboards and the idle-GPU alert
     #: group nodes by pool.
     node_labels_allowlist: Sequence[str] = (POOL_LABEL,)
+    #: kube-state-metrics custom-resource-state config (metrics from custom resources' fields)
+    #: and the RBAC rules that let it list and watch those resources. Default: none.
+    ksm_custom_resource_state: Mapping[str, Any] | None = None
+    ksm_rbac_rules: Sequence[Mapping[str, Any]] = ()
     #: Community dashboards downloaded from grafana.com. Default: none.
     community_dashboards: Sequence[CommunityDashboard] = ()
     #: PriorityClass of the cluster services (Prometheus, Alertmanager, Grafana,
@@ -144,6 +148,9 @@ class KubePrometheusStack:
             raise PropError(where, "storage_size", f"{p.storage_size!r} must be a positive quantity such as '100Gi'")
         if not p.retention[:-1].isdigit() or p.retention[-1:] not in ("h", "d", "w", "y"):
             raise PropError(where, "retention", f"{p.retention!r} must be a Prometheus duration such as '15d'")
+        if p.ksm_custom_resource_state and not p.ksm_rbac_rules:
+            raise PropError(where, "ksm_rbac_rules", "is empty: kube-state-metrics cannot list the custom resources "
+                            "ksm_custom_resource_state reads; give list/watch rules for them")
         if len({d.name for d in p.community_dashboards}) != len(p.community_dashboards):
             raise PropError(where, "community_dashboards", "two dashboards share a name")
         for i, d in enumerate(p.community_dashboards):
@@ -198,6 +205,12 @@ class KubePrometheusStack:
                 },
             },
         }
+        if p.ksm_custom_resource_state:
+            # kube-state-metrics chart 5.15: a ConfigMap passed as --custom-resource-state-config-file,
+            # and rbac.extraRules appended to its ClusterRole (templates/crs-configmap.yaml, role.yaml).
+            values["kube-state-metrics"]["customResourceState"] = {"enabled": True,
+                                                                   "config": dict(p.ksm_custom_resource_state)}
+            values["kube-state-metrics"]["rbac"] = {"extraRules": [dict(r) for r in p.ksm_rbac_rules]}
         if p.disabled_default_rules:
             values["defaultRules"] = {"disabled": {name: True for name in p.disabled_default_rules}}
         if p.community_dashboards:

@@ -21,7 +21,8 @@ from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label, check_image
 from colocate.constructs.node_pool import NodePool
 from colocate.model.names import (GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, PROTECTED, REPLICA_TYPE_LABEL, SYNC_OPTIONS,
-                                   TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT, TF_PORT_NAME, TF_ROLES)
+                                   TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT, TF_PORT_NAME, TF_ROLES, TFJOB_GROUP,
+                                   TFJOB_KIND, TFJOB_VERSION)
 from colocate.model.pools import Resources
 from colocate.model.scheduling import pool_term, required_pool_affinity
 from colocate.errors import PropError
@@ -110,7 +111,7 @@ class TFJob(Construct):
         if p.ttl_seconds_after_finished is not None:
             run_policy["ttlSecondsAfterFinished"] = p.ttl_seconds_after_finished
         emit(self, "tfjob", {
-            "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+            "apiVersion": f"{TFJOB_GROUP}/{TFJOB_VERSION}", "kind": TFJOB_KIND,
             # The TFJob CRD comes from the training-operator Application (docs/gitops.md).
             "metadata": {"name": p.name, "namespace": p.namespace,
                          "annotations": {SYNC_OPTIONS: "SkipDryRunOnMissingResource=true"}},

@@ -108,7 +108,7 @@ def test_colocation_dashboard_has_the_panels_operators_need(rendered):
     assert defaults["thresholds"]["steps"][0] == {"color": "green", "value": None}
     assert defaults["thresholds"]["steps"][-1]["color"] == "red"
     assert by_title["GPU memory used"]["fieldConfig"]["defaults"]["unit"] == "bytes"
-    for title in ("Training pods by phase", "TFJobs by state (from their pods)",
+    for title in ("Training pods by phase", "TFJobs by state",
                   "CPU requests by priority class (share of pool allocatable)",
                   "Memory requests by priority class (share of pool allocatable)"):
         assert by_title[title]["targets"], title

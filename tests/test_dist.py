@@ -9,7 +9,6 @@ import pytest
 import yaml
 
 from colocate import ROOT, app, config as config_mod, kubeconform, render
-from colocate.errors import InputError
 from tests.helpers import colocate, repo_copy, run
 
 DIST = ROOT / "dist"

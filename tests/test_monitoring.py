@@ -98,3 +98,26 @@ def test_colocate_check_reports_a_rule_without_the_release_label(tmp_path):
     found = [f for f in result.findings if f.rule == "COL220"]
     assert [(f.name, f.field) for f in found] == [("unlabelled", "metadata.labels")]
     assert "release" in found[0].message
+
+
+def test_kube_state_metrics_exports_tfjob_conditions_as_the_catalog_says(rendered):
+    """The KPS values enable kube-state-metrics' custom-resource-state config for TFJobs with the
+    RBAC it needs; the metric it yields (name = <metricNamePrefix>_<name>, labels = the
+    resource's and the metric's labelsFromPath plus the customresource_* labels kube-state-metrics
+    v2.10.1 adds) is the catalog entry the alert and the dashboard are checked against."""
+    from colocate.promql.catalog import catalog
+
+    ksm = _application(rendered, "kube-prometheus-stack")["spec"]["source"]["helm"]["valuesObject"]["kube-state-metrics"]
+    assert ksm["customResourceState"]["enabled"] is True
+    (resource,) = ksm["customResourceState"]["config"]["spec"]["resources"]
+    assert resource["groupVersionKind"] == {"group": "kubeflow.org", "version": "v1", "kind": "TFJob"}
+    (metric,) = resource["metrics"]
+    gauge = metric["each"]["gauge"]
+    assert (metric["each"]["type"], gauge["path"], gauge["valueFrom"]) == ("Gauge", ["status", "conditions"], ["status"])
+    name = f"{resource['metricNamePrefix']}_{metric['name']}"
+    labels = set(resource["labelsFromPath"]) | set(gauge["labelsFromPath"]) | {
+        "customresource_group", "customresource_kind", "customresource_version"}
+    entry = catalog().metrics[name]
+    assert entry.exporter == "kube-state-metrics"
+    assert labels <= entry.labels and {"job", "instance"} <= entry.labels
+    assert {"apiGroups": ["kubeflow.org"], "resources": ["tfjobs"], "verbs": ["list", "watch"]} in ksm["rbac"]["extraRules"]

@@ -153,3 +153,14 @@ def test_every_recording_rule_and_dashboard_query_returns_data(rendered, tsdb):
           f"{sum(1 for b in dashboards.values() for _ in panel_queries(b))} panel queries in "
           f"{time.monotonic() - started:.1f}s")
     assert not empty, "queries without data:\n" + "\n".join(empty)
+
+
+def test_tfjob_state_panel_counts_each_tfjob_once_in_its_current_state(rendered, tsdb):
+    """Conditions accumulate (Created stays True, Restarting outlives a failure): the panel must
+    still put each of the fixture's four TFJobs in exactly one state."""
+    (board,) = [b for b in shipped_dashboards(rendered).values() if b["title"] == "Colocation"]
+    (expr,) = [e for title, e in panel_queries(board) if title == "TFJobs by state"]
+    with prometheus(tsdb / "data", tsdb) as url:
+        got = {r["metric"]["type"]: r["value"][1] for r in query(url, expand_variables(expr, VARIABLES))}
+    want = {"Running": "1", "Created": "1", "Succeeded": "1", "Failed": "1"}
+    assert got == want, f"fixture TFJobs {generate.TFJOBS} gave {got}"

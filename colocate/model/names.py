@@ -59,10 +59,19 @@ REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
 TFJOB_CONTROLLER = "tfjob-controller"
+TFJOB_GROUP, TFJOB_VERSION, TFJOB_KIND, TFJOB_PLURAL = "kubeflow.org", "v1", "TFJob", "tfjobs"
 #: A memory limit far above the request is memory the node does not have when every pod bursts:
 #: the kubelet then evicts, or the kernel OOM-kills, whatever is furthest above its request.
 #: 2x is the reference job tf-mnist-dist's ratio (request 4Gi, limit 8Gi).
 MAX_MEMORY_BURST = 2
+
+# --- TFJob state from kube-state-metrics (custom-resource-state, constructs/mixin/tfjob_state.py)
+#: One series per TFJob condition: 1 when its status is "True", 0 when "False". kube-state-metrics
+#: names it ``<metricNamePrefix>_<name>`` (pkg/customresourcestate/registry_factory.go fullName, v2.10.1).
+TFJOB_METRIC_PREFIX, TFJOB_CONDITION_METRIC_NAME = "kube_tfjob", "status_condition"
+TFJOB_CONDITION_METRIC = f"{TFJOB_METRIC_PREFIX}_{TFJOB_CONDITION_METRIC_NAME}"
+#: Its labels besides namespace: the TFJob's name and the condition type.
+TFJOB_NAME_METRIC_LABEL, TFJOB_CONDITION_LABEL = "tfjob", "type"
 
 # --- Scrape jobs (the ``job`` label Prometheus sets = the scraped Service's name) --------------
 TRAINING_OPERATOR_JOB = "training-operator"

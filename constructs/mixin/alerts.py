@@ -13,8 +13,6 @@ class Alerts(Selectors):
         restarts = sel("kube_pod_container_status_restarts_total", ksm, ns)
         last_oom = sel("kube_pod_container_status_last_terminated_reason", ksm, ns, eq("reason", "OOMKilled"))
         now_oom = sel("kube_pod_container_status_terminated_reason", ksm, ns, eq("reason", "OOMKilled"))
-        failed = sel("training_operator_jobs_failed_total", eq("job", c.training_operator_job),
-                      eq("framework", "tensorflow"), eq("job_namespace", c.training_namespace))
         pending = sel("kube_pod_status_phase", ksm, ns, eq("phase", "Pending"))
         not_training = ne_value("namespace", c.training_namespace)
         not_ready = (f'sum by (namespace, pod) (max by (namespace, pod) ({sel("kube_pod_status_phase", ksm, not_training, re_("phase", "Pending|Unknown|Failed"))})'
@@ -58,8 +56,9 @@ class Alerts(Selectors):
                    summary="Training container OOMKilled.",
                    description="Container {{ $labels.container }} of {{ $labels.namespace }}/{{ $labels.pod }} was "
                                "killed for exceeding its memory limit.",
-                   hint="Raise the container's memory request and limit (equal in training) or lower the batch "
-                        "size; memory is not compressible."),
+                   hint=f"Raise memory in the job file (memoryLimit, when set, may be at most {c.max_memory_burst}x "
+                        "memory; kubectl describe pod shows the limit that was hit) or lower the batch size; memory "
+                        "is not compressible."),
             _alert("ColocateTrainingPodRestarting",
                    f"max by (namespace, pod, container) (increase({restarts}[{c.restart_window}])) >= {c.restarts}", "5m",
                    summary=f"Training container restarted {c.restarts} or more times in {c.restart_window}.",
@@ -67,17 +66,16 @@ class Alerts(Selectors):
                                "keeps restarting.",
                    hint="kubectl logs --previous shows the last crash; TFJob replicas with restartPolicy OnFailure "
                         "or ExitCode restart until backoffLimit."),
-            # The operator's counter appears at 1 on the first failure, where increase() sees
-            # nothing; the second branch catches a series that did not exist a window ago.
-            _alert("ColocateTFJobFailed",
-                   f"sum by (job_namespace) (increase({failed}[{c.event_window}])) > 0"
-                   f" or sum by (job_namespace) ({failed} unless {failed} offset {c.event_window}) > 0",
-                   "0m",
+            # The Failed condition, not training_operator_jobs_failed_total: v1.7.0 does not count a
+            # failure through the backoff limit or deadline (constructs/mixin/tfjob_state.py).
+            _alert("ColocateTFJobFailed", self.tfjob_condition(eq(c.tfjob_condition_label, "Failed")), "0m",
                    summary="TFJob failed.",
-                   description="The training-operator marked a TFJob in namespace {{ $labels.job_namespace }} "
-                               f"Failed in the last {c.event_window}.",
-                   hint="kubectl describe tfjob shows which replica failed; its pods are kept (cleanPodPolicy "
-                        "None) for kubectl logs."),
+                   description=f"TFJob {{{{ $labels.namespace }}}}/{{{{ $labels.{c.tfjob_label} }}}} is Failed; the alert "
+                               "lasts until the TFJob is deleted or its file removed from jobs/.",
+                   hint="kubectl describe tfjob gives the reason (a replica failed, the backoff limit or the deadline). "
+                        "After a backoff-limit or deadline failure training-operator v1.7.0 deletes every pod of the "
+                        "job whatever cleanPodPolicy says, so read the logs from the log store; after a replica "
+                        "failure cleanPodPolicy Running keeps the failed pod for kubectl logs."),
             _alert("ColocateMixedGPUsIdleWhileTFJobsWait",
                    f"count by (node) (({idle_gpus} < {c.gpu_idle_percent}) * on (node) group_left () {mixed_nodes})"
                    f" and on () ({waiting_gpu_pods} > 0)",

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from colocate import promql
-from colocate.model.names import DCGM_EXPORTER_JOB, POOL_LABEL, TF_CONTAINER, TRAINING_OPERATOR_JOB
+from colocate.model.names import (DCGM_EXPORTER_JOB, MAX_MEMORY_BURST, POOL_LABEL, TF_CONTAINER, TFJOB_CONDITION_LABEL,
+                                  TFJOB_CONDITION_METRIC, TFJOB_NAME_METRIC_LABEL, TRAINING_OPERATOR_JOB)
 
 #: Grafana template variables in panel queries, and values that make them parseable PromQL.
 #: ``$__rate_interval`` follows Grafana: at least four scrape intervals.
@@ -88,6 +89,12 @@ class MixinConfig:
     training_operator_job: str = TRAINING_OPERATOR_JOB
     #: The container the training-operator runs TensorFlow in.
     training_container: str = TF_CONTAINER
+    #: TFJob conditions from kube-state-metrics (constructs/mixin/tfjob_state.py) and its labels.
+    tfjob_condition_metric: str = TFJOB_CONDITION_METRIC
+    tfjob_label: str = TFJOB_NAME_METRIC_LABEL
+    tfjob_condition_label: str = TFJOB_CONDITION_LABEL
+    #: How far a training memory limit may exceed the request (the TFJob construct's bound).
+    max_memory_burst: int = MAX_MEMORY_BURST
     #: kube-state-metrics label of the ``colocate.io/pool`` node label (needs the allowlist).
     pool_label: str = sanitize_label(POOL_LABEL)
     #: Node CPU busy ratio that is too high, and for how long.
@@ -140,6 +147,27 @@ class Selectors:
         keeps them) still have request series in kube-state-metrics."""
         phase = sel("kube_pod_status_phase", self._ksm, re_("phase", "Pending|Running"))
         return f"max by (namespace, pod) ({phase} == 1)"
+
+    def tfjob_condition(self, matcher: str) -> str:
+        """1 per TFJob in the training namespace whose condition matching ``matcher`` is True."""
+        c = self.config
+        cond = sel(c.tfjob_condition_metric, self._ksm, self._ns, matcher)
+        return f"max by (namespace, {c.tfjob_label}, {c.tfjob_condition_label}) ({cond}) == 1"
+
+    @property
+    def tfjob_states(self) -> str:
+        """1 per TFJob, labelled by its one current state. Conditions accumulate (Created stays
+        True; a Restarting condition may outlive the job's failure), so terminal ones win."""
+        c, key = self.config, f"on (namespace, {self.config.tfjob_label})"
+        cond = self.tfjob_condition
+        failed = cond(eq(c.tfjob_condition_label, "Failed"))
+        succeeded = cond(eq(c.tfjob_condition_label, "Succeeded"))
+        active = cond(re_(c.tfjob_condition_label, "Running|Restarting|Suspended"))
+        created = cond(eq(c.tfjob_condition_label, "Created"))
+        finished = cond(re_(c.tfjob_condition_label, "Failed|Succeeded"))
+        started = cond(ne_value(c.tfjob_condition_label, "Created"))
+        return (f"({failed}) or ({succeeded} unless {key} {failed})"
+                f" or ({active} unless {key} {finished}) or ({created} unless {key} {started})")
 
     def _allocatable(self, resources: str) -> str:
         alloc = sel("kube_node_status_allocatable", self._ksm, re_("resource", resources))

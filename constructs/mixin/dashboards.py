@@ -72,23 +72,23 @@ class Dashboards(Selectors):
 
         dashboard.with_row(layout.row("Training"))
         phases = sel("kube_pod_status_phase", ksm, ns)
-        tfjob_pods = f'max by (namespace, pod, owner_name) ({sel("kube_pod_owner", ksm, ns, eq("owner_kind", "TFJob"))})'
         operator = (eq("job", c.training_operator_job), eq("framework", "tensorflow"),
                     eq("job_namespace", c.training_namespace))
         tf_cpu = sel("container_cpu_usage_seconds_total", c.cadvisor_selector, ns, eq("container", c.training_container))
         dashboard.with_panel(_timeseries(layout, "Training pods by phase", [
             Query(f"sum by (phase) ({phases})", "{{phase}}")], stack=True,
             description=f"Pods in namespace {c.training_namespace} (kube-state-metrics)."))
-        dashboard.with_panel(_timeseries(layout, "TFJobs by state (from their pods)", [
-            Query(f"count by (phase) (max by (owner_name, phase) (({phases} == 1)"
-                  f" * on (namespace, pod) group_left (owner_name) {tfjob_pods}))", "{{phase}}")], stack=True,
-            description="TFJobs with at least one pod in each phase (pods owned by a TFJob, kube_pod_owner); "
-                        "kube-state-metrics has no TFJob state of its own."))
-        dashboard.with_panel(_timeseries(layout, "TFJob outcomes per hour (training-operator)", [
+        dashboard.with_panel(_timeseries(layout, "TFJobs by state", [
+            Query(f"count by ({c.tfjob_condition_label}) ({self.tfjob_states})", f"{{{{{c.tfjob_condition_label}}}}}")],
+            stack=True,
+            description="Each TFJob once, in its current state from its conditions (kube-state-metrics "
+                        "custom-resource-state): Failed, else Succeeded, else Running, Restarting or Suspended, "
+                        "else Created."))
+        dashboard.with_panel(_timeseries(layout, "TFJob starts and restarts per hour (training-operator)", [
             Query(f"sum(increase({sel(f'training_operator_jobs_{event}_total', *operator)}[1h]))", label)
-            for event, label in (("created", "created"), ("successful", "succeeded"), ("failed", "failed"),
-                                 ("restarted", "restarted"))],
-            description="training_operator_jobs_*_total counters, framework tensorflow."))
+            for event, label in (("created", "created"), ("successful", "succeeded"), ("restarted", "restarted"))],
+            description="training_operator_jobs_*_total counters, framework tensorflow. No failed line: v1.7.0 "
+                        "does not count failures through the backoff limit; TFJobs by state shows them."))
         dashboard.with_panel(_timeseries(layout, f"CPU used by {c.training_container} containers", [
             Query(f"sum by (pod) (rate({tf_cpu}[$__rate_interval]))", "{{pod}}")],
             description="cAdvisor, filtered to the training container, in cores."))

@@ -107,6 +107,7 @@ def test_image_registry_is_global_only_when_mirroring():
     ({"retention": "15 days"}, "retention"),
     ({"release": "Prom"}, "release"),
     ({"community_dashboards": (CommunityDashboard("x", 1860, 0),)}, "community_dashboards[0].revision"),
+    ({"ksm_custom_resource_state": {"spec": {"resources": []}}}, "ksm_rbac_rules"),
 ])
 def test_bad_props_are_refused_naming_the_prop(overrides, prop):
     with pytest.raises(PropError) as err:
@@ -121,3 +122,8 @@ def test_every_component_runs_above_the_workload_tiers():
                         values["kube-state-metrics"], values["grafana"]]
     assert [c["priorityClassName"] for c in cluster_critical] == ["system-cluster-critical"] * 6
     assert values["prometheus-node-exporter"]["priorityClassName"] == "system-node-critical"
+
+
+def test_custom_resource_state_is_off_unless_given():
+    ksm = values()["kube-state-metrics"]
+    assert "customResourceState" not in ksm and "rbac" not in ksm
