@@ -19,7 +19,7 @@ from colocate.errors import PropError
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label
 from colocate.grafana import panels
-from colocate.model.names import DASHBOARD_SIDECAR_LABEL as SIDECAR_LABEL, SYNC_OPTIONS
+from colocate.model.names import DASHBOARD_SIDECAR_LABEL as SIDECAR_LABEL, GRAFANA_SCHEMA_VERSION, GRAFANA_VERSION, SYNC_OPTIONS
 
 #: Kubernetes refuses a ConfigMap whose data exceeds 1 MiB.
 MAX_DATA_BYTES = 1024 * 1024
@@ -79,6 +79,10 @@ class GrafanaDashboard(Construct):
             raise PropError(where, "dashboard.uid", f"{self.uid!r} must be 1-40 of [A-Za-z0-9_-] and stable, so "
                             "links and the sidecar's file name survive a re-synth")
         check_dns_label(where, "dashboard.uid", self.name)
+        schema = self.json.get("schemaVersion")
+        if not isinstance(schema, int) or schema > GRAFANA_SCHEMA_VERSION:
+            raise PropError(where, "dashboard.schemaVersion", f"{schema!r} is newer than Grafana {GRAFANA_VERSION} "
+                            f"understands ({GRAFANA_SCHEMA_VERSION}); build the dashboard for that version")
         variables = {v.get("name"): v for v in (self.json.get("templating") or {}).get("list") or []}
         if (variables.get("datasource") or {}).get("type") != "datasource":
             raise PropError(where, "dashboard.templating", "needs a datasource variable named 'datasource' "

@@ -165,3 +165,21 @@ def test_the_dashboard_uid_does_not_change_with_its_title():
     config = MixinConfig.from_cluster(cluster_mod.reference(config_mod.load()))
     boards = [dashboard_json(ColocationMixin(c).dashboards[0]) for c in (config, replace(config, dashboard_title="Co-location"))]
     assert boards[0]["title"] != boards[1]["title"] and boards[0]["uid"] == boards[1]["uid"]
+
+
+def test_dashboards_are_already_in_the_shape_of_grafanas_schema_version(rendered):
+    """schemaVersion 38 tells Grafana 10.2 to skip its migrations, so the JSON must already be what
+    they would produce: 37 gives every legend showLegend, 38 moves table cell displayMode to cellOptions."""
+    from colocate.grafana import walk_panels
+
+    legends = 0
+    for path, board in shipped_dashboards(rendered).items():
+        assert board["schemaVersion"] == 38, path
+        for _, panel in walk_panels(board):
+            legend = (panel.get("options") or {}).get("legend")
+            if legend is not None:
+                legends += 1
+                assert isinstance(legend.get("showLegend"), bool), f"{path}: {panel.get('title')}"
+            custom = ((panel.get("fieldConfig") or {}).get("defaults") or {}).get("custom") or {}
+            assert not (panel.get("type") == "table" and "displayMode" in custom), f"{path}: {panel.get('title')}"
+    assert legends, "no panel with a legend: the check saw nothing"

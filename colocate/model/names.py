@@ -42,6 +42,9 @@ PROTECTED = f"{KEEP_ON_PRUNE},{KEEP_ON_DELETE}"
 # --- Grafana ------------------------------------------------------------------------------------
 #: The kube-prometheus-stack Grafana sidecar loads ConfigMaps carrying this label key.
 DASHBOARD_SIDECAR_LABEL = "grafana_dashboard"
+#: The Grafana kube-prometheus-stack 55.5.1 runs (grafana chart 7.0.22, appVersion 10.2.3) and
+#: the dashboard schemaVersion its DashboardMigrator migrates to (docs/observability.md).
+GRAFANA_VERSION, GRAFANA_SCHEMA_VERSION = "10.2.3", 38
 
 # --- TFJob (training-operator v1.7.0, docs/training.md) -----------------------------------------
 #: Replica types of TFJob v1, in the order they are written.

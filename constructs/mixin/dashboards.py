@@ -14,6 +14,7 @@ from grafana_foundation_sdk.models import common as mc
 from grafana_foundation_sdk.models import dashboard as md
 
 from colocate.constructs.mixin.config import Selectors, eq, re_, sel
+from colocate.model.names import GRAFANA_SCHEMA_VERSION
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,11 @@ class Dashboards(Selectors):
                 panel.override_by_regexp(f".* {re.escape(cls)}$", [md.DynamicConfigValue(
                     id_val="color", value={"mode": "fixed", "fixedColor": color})])
             dashboard.with_panel(panel)
-        return dashboard.build()
+        board = dashboard.build()
+        # The SDK writes schemaVersion 36 (and has no builder for it), which Grafana 10.2 migrates
+        # on every load (37: legend.showLegend, 38: table cellOptions); the JSON is already in the 38 shape.
+        board.schema_version = GRAFANA_SCHEMA_VERSION
+        return board
 
 
 

@@ -12,7 +12,7 @@ from colocate.errors import PropError
 
 def board(**overrides) -> dict:
     base = {
-        "uid": dashboard_uid("Test"), "title": "Test",
+        "uid": dashboard_uid("Test"), "title": "Test", "schemaVersion": 38,
         "templating": {"list": [{"name": "datasource", "type": "datasource", "query": "prometheus"}]},
         "panels": [{"id": 1, "type": "timeseries", "title": "p", "gridPos": {"h": 8, "w": 12, "x": 0, "y": 0},
                     "datasource": {"type": "prometheus", "uid": "${datasource}"},
@@ -56,6 +56,8 @@ def test_a_dashboard_over_one_mebibyte_is_refused():
     ({"panels": [{**board()["panels"][0], "targets": [{"expr": "up", "refId": ""}]}]}, "panels['p'].targets",
      "must be set and unique"),
     ({"panels": [board()["panels"][0], board()["panels"][0]]}, "panels['p'].id", "unique integer"),
+    ({"schemaVersion": 39}, "dashboard.schemaVersion", "newer than Grafana 10.2.3"),
+    ({"schemaVersion": None}, "dashboard.schemaVersion", "newer than Grafana"),
 ])
 def test_refuses_dashboards_grafana_would_show_wrong(overrides, prop, words):
     with pytest.raises(PropError) as err:
