@@ -21,4 +21,5 @@ class OnlineChart(ColocateChart):
                 name=spec.name, namespace=cluster.online_namespace, image=spec.image,
                 pools=[pools[name] for name in cluster.online_placement], priority_class=cluster.tier("online").name,
                 cpu=spec.cpu, memory=spec.memory, gpus=spec.gpus, port=spec.port, replicas=spec.replicas,
+                slo=spec.slo, monitor_labels=cluster.monitor_labels,
             ))

@@ -73,6 +73,39 @@ def _capacity(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _report(args: argparse.Namespace) -> int:
+    from colocate import config as config_mod, headline, headline_formats
+    from colocate.constructs.mixin.config import MixinConfig
+    from colocate.model.cluster import reference
+    from colocate.prometheus_api import Prometheus
+
+    prom = Prometheus(args.prometheus)
+    end = headline.instant(args.until)
+    night = headline.Night.parse(args.night, args.timezone)
+    mixin = MixinConfig.from_cluster(reference(config_mod.load(Path(args.config)) if args.config else config_mod.load()))
+    result = headline.build(prom, mixin, start=end - headline.duration(args.since, "--since"), end=end,
+                            step=headline.duration(args.step, "--step"), night=night)
+    sys.stdout.write(headline_formats.FORMATS[args.format](result))
+    return EXIT_OK
+
+
+def _offline(args: argparse.Namespace) -> int:
+    from colocate import config as config_mod, offline
+    from colocate.model.cluster import reference
+
+    if not args.namespace:
+        args.namespace = reference(config_mod.load(Path(args.config)) if args.config else config_mod.load()).training_namespace
+    kubectl = offline.Kubectl(args.kubectl, args.namespace)
+    changes = offline.plan(kubectl.tfjobs(), args.action)
+    for change in changes:
+        if not args.dry_run:
+            kubectl.apply(change)
+        print(f"{'would ' if args.dry_run else ''}{change.action} tfjob {args.namespace}/{change.name} ({change.reason})")
+    print(f"colocate: {len(changes)} TFJob(s) {'to ' + args.action if args.dry_run else args.action + 'd'} in "
+          f"{args.namespace}", file=sys.stderr)
+    return EXIT_OK
+
+
 def _rules(args: argparse.Namespace) -> int:
     from colocate import checker
 
@@ -109,6 +142,27 @@ def parser() -> argparse.ArgumentParser:
     k.add_argument("path", nargs="?", default=str(_root() / "dist"), help="dist/ folder (default: the repository's dist/)")
     k.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     k.set_defaults(func=_capacity)
+    o = sub.add_parser("report", help="the co-location headline from a Prometheus: utilisation, P99, preemptions",
+                       description="Ask a Prometheus (HTTP API) for the seed's headline figures: utilisation per "
+                                   "pool, night against day; P99 against baseline per online service while training "
+                                   "ran beside it; training pods preempted; GPU-hours delivered to training.")
+    o.add_argument("--prometheus", required=True, help="Prometheus base URL, e.g. http://localhost:9090")
+    o.add_argument("--since", default="24h", help="how far back: 30m, 24h, 7d (default 24h)")
+    o.add_argument("--until", help="end of the window, RFC 3339 or unix seconds (default: now)")
+    o.add_argument("--step", default="5m", help="resolution of the range queries (default 5m)")
+    o.add_argument("--night", default="22-6", help="night hours START-END, local (default 22-6)")
+    o.add_argument("--timezone", default="UTC", help="time zone of --night (default UTC)")
+    o.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    o.set_defaults(func=_report)
+    f = sub.add_parser("offline", help="pause or resume the batch load (suspend running TFJobs)",
+                       description="pause: suspend every unfinished TFJob (training-operator deletes its pods and "
+                                   "keeps the job); resume: un-suspend the TFJobs that pause suspended. Uses kubectl "
+                                   "and its current context. Runbook: docs/runbook-latency.md.")
+    f.add_argument("action", choices=("pause", "resume"))
+    f.add_argument("--namespace", help="namespace of the TFJobs (default: the cluster's training namespace)")
+    f.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: kubectl on PATH)")
+    f.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
+    f.set_defaults(func=_offline)
     r = sub.add_parser("rules", help="list every policy rule")
     r.set_defaults(func=_rules)
     return p

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from colocate import quantity
 from colocate.model.validate import check_dns_label, check_labels, check_required_labels
-from colocate.model.names import CLUSTER_CRITICAL, JOB_NAME_LABEL, NODE_CRITICAL, POOL_LABEL, REPLICA_TYPE_LABEL, kps_fullname
+from colocate.model.names import CLUSTER_CRITICAL, JOB_NAME_LABEL, NAME_LABEL, NODE_CRITICAL, POOL_LABEL, REPLICA_TYPE_LABEL, kps_fullname
 from colocate.model.pools import Taint
 from colocate.errors import PropError
 
@@ -19,8 +19,9 @@ CHART_VERSION = "55.5.1"
 _PROMETHEUS_PORT = 9090
 #: The three monitor kinds Prometheus selects, by the prefix of their prometheusSpec keys.
 MONITOR_KINDS = {"ServiceMonitor": "serviceMonitor", "PodMonitor": "podMonitor", "PrometheusRule": "rule"}
-#: Pod labels kube-state-metrics exports on kube_pod_labels, so dashboards can group by TFJob.
-TRAINING_POD_LABELS = (JOB_NAME_LABEL, REPLICA_TYPE_LABEL)
+#: Pod labels kube-state-metrics exports on kube_pod_labels: dashboards group by TFJob, and the
+#: latency guard finds an online service's pods (and so its nodes) by name.
+POD_LABELS = (JOB_NAME_LABEL, REPLICA_TYPE_LABEL, NAME_LABEL)
 
 
 def prometheus_url(release: str, namespace: str) -> str:
@@ -96,7 +97,7 @@ class KubePrometheusStackProps:
     #: ConfigMap label Grafana's dashboard sidecar watches (in every namespace).
     dashboard_label: tuple[str, str] = ("grafana_dashboard", "1")
     #: Pod labels kube-state-metrics exports as ``label_*`` on kube_pod_labels.
-    pod_labels_allowlist: Sequence[str] = TRAINING_POD_LABELS
+    pod_labels_allowlist: Sequence[str] = POD_LABELS
     #: Node labels it exports on kube_node_labels; the dashboards and the idle-GPU alert
     #: group nodes by pool.
     node_labels_allowlist: Sequence[str] = (POOL_LABEL,)

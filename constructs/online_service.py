@@ -15,9 +15,11 @@ from constructs import Construct
 from colocate import quantity
 from colocate.errors import PropError
 from colocate.constructs._k8s import emit
-from colocate.model.validate import check_dns_label, check_image
+from colocate.model.validate import check_dns_label, check_image, check_required_labels
 from colocate.model.names import NAME_LABEL
 from colocate.model.scheduling import ordered_pool_affinity
+from colocate.model.slo import LatencySlo
+from colocate.constructs.service_monitor import ServiceMonitor, ServiceMonitorProps
 
 from colocate.constructs.node_pool import NodePool
 from colocate.model.pools import Resources
@@ -54,6 +56,11 @@ class OnlineServiceProps:
     env: Mapping[str, str] = field(default_factory=dict)
     #: Seconds between SIGTERM and SIGKILL. Default 30.
     termination_grace_period_seconds: int = 30
+    #: Latency SLO. When set, a ServiceMonitor scrapes the service's metrics and the mixin
+    #: guards its P99. Default: none.
+    slo: LatencySlo | None = None
+    #: Labels Prometheus selects ServiceMonitors by; required with ``slo``.
+    monitor_labels: Mapping[str, str] = field(default_factory=dict)
 
 
 class OnlineService(Construct):
@@ -103,6 +110,10 @@ class OnlineService(Construct):
             "spec": {"selector": selector,
                      "ports": [{"name": "http", "port": p.port, "targetPort": "http", "protocol": "TCP"}]},
         })
+        if p.slo:
+            ServiceMonitor(self, "servicemonitor", ServiceMonitorProps(
+                name=p.name, namespace=p.namespace, service_labels=selector, port="http", path=p.slo.path,
+                monitor_labels=p.monitor_labels, metrics={p.slo.metric: "histogram"}))
         emit(self, "pdb", {
             "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": p.name, "namespace": p.namespace, "labels": dict(selector)},
@@ -132,6 +143,10 @@ class OnlineService(Construct):
             value = getattr(p, prop)
             if not quantity.is_quantity(value) or quantity.parse(value) <= 0:
                 raise PropError(where, prop, f"{value!r} must be a positive quantity")
+        if p.slo:
+            p.slo.validate(where)
+            check_required_labels(where, "monitor_labels", p.monitor_labels,
+                                  "Prometheus would not select the service's ServiceMonitor, and its SLO would have no data")
         names = [pool.name for pool in p.pools]
         if not names or len(set(names)) != len(names):
             raise PropError(where, "pools", f"{names!r} must name at least one pool, each once")

@@ -8,7 +8,7 @@ from constructs import Construct
 
 from colocate.constructs._k8s import emit
 from colocate.errors import PropError
-from colocate.model.names import SYNC_OPTIONS
+from colocate.model.names import SCRAPED_METRICS_ANNOTATION, SYNC_OPTIONS
 from colocate.model.validate import check_dns_label, check_required_labels
 
 
@@ -30,6 +30,10 @@ class ServiceMonitorProps:
     path: str = "/metrics"
     #: Scrape interval. Default ``30s``.
     interval: str = "30s"
+    #: Application metrics the Service exposes, name -> type (``histogram``, ``counter``,
+    #: ``gauge``, ``summary``), declared in the ``colocate.io/metrics`` annotation so the
+    #: checker accepts queries on them. Default: none.
+    metrics: Mapping[str, str] = field(default_factory=dict)
     #: Sync options; the CRD comes from another Application, so by default the dry run skips
     #: a missing CRD. Default ``SkipDryRunOnMissingResource=true``.
     sync_options: tuple[str, ...] = field(default=("SkipDryRunOnMissingResource=true",))
@@ -46,12 +50,21 @@ class ServiceMonitor(Construct):
         check_required_labels(where, "service_labels", props.service_labels,
                               "it would scrape every Service in the namespace")
         check_required_labels(where, "monitor_labels", props.monitor_labels, "Prometheus would not select the ServiceMonitor")
+        for metric, kind in props.metrics.items():
+            if kind not in ("histogram", "counter", "gauge", "summary") or not metric or "," in metric or ":" in metric:
+                raise PropError(where, f"metrics[{metric!r}]", f"{kind!r}: give a metric name and its type "
+                                "(histogram, counter, gauge or summary)")
         if not props.port:
             raise PropError(where, "port", "is empty: name the Service port to scrape")
         self.props = props
         metadata = {"name": props.name, "namespace": props.namespace, "labels": dict(props.monitor_labels)}
+        annotations = {}
         if props.sync_options:
-            metadata["annotations"] = {SYNC_OPTIONS: ",".join(props.sync_options)}
+            annotations[SYNC_OPTIONS] = ",".join(props.sync_options)
+        if props.metrics:
+            annotations[SCRAPED_METRICS_ANNOTATION] = ",".join(f"{n}:{t}" for n, t in sorted(props.metrics.items()))
+        if annotations:
+            metadata["annotations"] = annotations
         emit(self, "servicemonitor", {
             "apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": metadata,
             "spec": {

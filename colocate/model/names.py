@@ -63,6 +63,8 @@ REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
 TFJOB_CONTROLLER = "tfjob-controller"
 TFJOB_GROUP, TFJOB_VERSION, TFJOB_KIND, TFJOB_PLURAL = "kubeflow.org", "v1", "TFJob", "tfjobs"
+#: Marks a TFJob that ``colocate offline pause`` suspended, so resume starts only those.
+PAUSED_BY_ANNOTATION = "colocate.io/paused-by"
 #: A memory limit far above the request is memory the node does not have when every pod bursts:
 #: the kubelet then evicts, or the kernel OOM-kills, whatever is furthest above its request.
 #: 2x is the reference job tf-mnist-dist's ratio (request 4Gi, limit 8Gi).
@@ -75,6 +77,10 @@ TFJOB_METRIC_PREFIX, TFJOB_CONDITION_METRIC_NAME = "kube_tfjob", "status_conditi
 TFJOB_CONDITION_METRIC = f"{TFJOB_METRIC_PREFIX}_{TFJOB_CONDITION_METRIC_NAME}"
 #: Its labels besides namespace: the TFJob's name and the condition type.
 TFJOB_NAME_METRIC_LABEL, TFJOB_CONDITION_LABEL = "tfjob", "type"
+
+#: Annotation on a ServiceMonitor/PodMonitor naming the application metrics it scrapes
+#: (``name:type``, comma-separated), so rule COL200 accepts queries on them.
+SCRAPED_METRICS_ANNOTATION = "colocate.io/metrics"
 
 # --- Scrape jobs (the ``job`` label Prometheus sets = the scraped Service's name) --------------
 TRAINING_OPERATOR_JOB = "training-operator"

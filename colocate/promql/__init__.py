@@ -10,11 +10,11 @@ Used by the policy checks in ``policies/checks/promql.py``, the mixin and the DC
 """
 from colocate.grafana import VARIABLE, is_placeholder, substitute_variables, variable_query
 from colocate.promql.catalog import CATALOG_PATH, Catalog, Metric, Removed, catalog, catalog_document
-from colocate.promql.labels import label_problems, output_labels, recorded_metrics
+from colocate.promql.labels import label_problems, output_labels, recorded_metrics, scraped_metrics
 from colocate.promql.parse import Analysis, Selector, analyse, matches_empty
 from colocate.promql.queries import Query, is_dashboard, is_rule_object, queries
 
 __all__ = ["VARIABLE", "is_placeholder", "substitute_variables", "variable_query", "CATALOG_PATH", "Catalog",
            "Metric", "Removed", "catalog", "catalog_document", "label_problems", "output_labels",
-           "recorded_metrics", "Analysis", "Selector", "analyse", "matches_empty", "Query", "is_dashboard",
+           "recorded_metrics", "scraped_metrics", "Analysis", "Selector", "analyse", "matches_empty", "Query", "is_dashboard",
            "is_rule_object", "queries"]

@@ -108,7 +108,7 @@ def _metric_labels(entry: dict[str, Any], jobs: dict[str, frozenset[str]]) -> fr
     return own | target
 
 
-def _expand(name: str, entry: dict[str, Any], labels: frozenset[str] | None) -> Iterator[tuple[str, frozenset[str] | None]]:
+def expand(name: str, entry: dict[str, Any], labels: frozenset[str] | None) -> Iterator[tuple[str, frozenset[str] | None]]:
     """The series names of one catalog entry: histogram/summary families become their parts."""
     suffixes = _SUFFIXES.get(entry.get("type", ""))
     if not suffixes:
@@ -138,7 +138,7 @@ def catalog(path: Path = CATALOG_PATH) -> Catalog:
     for name, entry in (data.get("metrics") or {}).items():
         prefixes = _dynamic_prefixes(entry)
         dropped = entry.get("dropped_by", "dropped by relabeling") if entry.get("dropped") else ""
-        for series, labels in _expand(name, entry, _metric_labels(entry, jobs)):
+        for series, labels in expand(name, entry, _metric_labels(entry, jobs)):
             metrics[series] = Metric(series, entry["exporter"], labels, prefixes, dropped)
     removed, patterns = {}, []
     for name, entry in (data.get("removed") or {}).items():

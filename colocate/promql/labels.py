@@ -13,7 +13,8 @@ from typing import Any, Mapping
 import promql_parser as pp
 
 from colocate.manifests import Doc
-from colocate.promql.catalog import Metric, catalog
+from colocate.promql.catalog import Metric, catalog, expand
+from colocate.model.names import SCRAPED_METRICS_ANNOTATION
 from colocate.promql.parse import analyse, selector_of
 from colocate.grafana import is_placeholder
 from colocate.promql.queries import is_rule_object, rule_entries
@@ -119,6 +120,23 @@ def recorded_metrics(docs: list[Doc]) -> dict[str, Metric]:
             labels = output_labels(ast, known) if ast is not None else None
             recorded[name] = Metric(name, "recording rule", None if labels is None else labels | set(extra))
     return recorded
+
+
+def scraped_metrics(docs: list[Doc]) -> dict[str, Metric]:
+    """Application metrics that a ServiceMonitor or PodMonitor in ``docs`` declares it scrapes,
+    in its ``colocate.io/metrics`` annotation: ``name:type`` pairs, comma-separated (type
+    ``histogram`` and ``summary`` expand to their series). Their labels are the application's:
+    an open set."""
+    out: dict[str, Metric] = {}
+    for doc in docs:
+        if doc.kind not in ("ServiceMonitor", "PodMonitor"):
+            continue
+        declared = str((doc.metadata.get("annotations") or {}).get(SCRAPED_METRICS_ANNOTATION) or "")
+        for item in filter(None, (part.strip() for part in declared.split(","))):
+            name, _, kind = item.partition(":")
+            for series, _labels in expand(name.strip(), {"type": kind.strip()}, None):
+                out[series] = Metric(series, f"{doc.kind} {doc.namespace}/{doc.name}", None)
+    return out
 
 
 def label_problems(ast: Any, known: Mapping[str, Metric]) -> list[str]:

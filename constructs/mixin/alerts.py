@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from colocate.constructs.mixin.config import Selectors, eq, ne_value, re_, sel
+from colocate.constructs.mixin.config import eq, ne_value, re_, sel
+from colocate.constructs.mixin.slo import LatencyGuard
 
 
-class Alerts(Selectors):
+class Alerts(LatencyGuard):
     @property
     def alerts(self) -> list[dict[str, Any]]:
         c, ksm, ns = self.config, self._ksm, self._ns
@@ -93,6 +94,7 @@ class Alerts(Selectors):
                               "TFJob metrics are missing and TFJobs may not be reconciled.",
                               "Check the training-operator Deployment in kubeflow and its ServiceMonitor "
                               "(port monitoring-port)."),
+            *self.latency_alerts,
         ]
 
     def _target_down(self, name: str, job: str, impact: str, hint: str) -> dict[str, Any]:

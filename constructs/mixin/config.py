@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from colocate import promql
-from colocate.model.names import (DCGM_EXPORTER_JOB, MAX_MEMORY_BURST, POOL_LABEL, TF_CONTAINER, TFJOB_CONDITION_LABEL,
+from colocate.model.slo import LatencySlo
+from colocate.model.names import (DCGM_EXPORTER_JOB, MAX_MEMORY_BURST, NAME_LABEL, POOL_LABEL, TF_CONTAINER, TFJOB_CONDITION_LABEL,
                                   TFJOB_CONDITION_METRIC, TFJOB_NAME_METRIC_LABEL, TRAINING_OPERATOR_JOB)
 
 #: Grafana template variables in panel queries, and values that make them parseable PromQL.
@@ -59,6 +60,20 @@ def ne_value(label: str, value: str) -> str:
 
 def ne(label: str) -> str:
     return f'{label}!=""'
+
+
+@dataclass(frozen=True)
+class ServiceSlo:
+    """An online service and its latency SLO."""
+
+    service: str
+    namespace: str
+    slo: LatencySlo
+
+    @property
+    def buckets(self) -> str:
+        label, value = self.slo.selector(self.service)
+        return sel(f"{self.slo.metric}_bucket", eq(label, value))
 
 
 @dataclass(frozen=True)
@@ -121,11 +136,25 @@ class MixinConfig:
     #: How long a scrape target may be down before alerting.
     target_down_for: str = "5m"
 
+    #: Online services with a latency SLO (the guard's rules, alerts and dashboard rows).
+    online_slos: tuple[ServiceSlo, ...] = ()
+    #: kube-state-metrics label of the pod name label online services carry (needs the allowlist).
+    service_pod_label: str = sanitize_label(NAME_LABEL)
+    #: How long P99 may stay above the baseline or the objective before alerting.
+    latency_for: str = "10m"
+    #: Days the latency baseline averages, each at the same hour of day.
+    baseline_days: int = 7
+    #: Utilisation lines of the seed: idle below 30% before co-location, over 70% after.
+    utilisation_low: float = 0.30
+    utilisation_high: float = 0.70
+
     @classmethod
     def from_cluster(cls, cluster: Any) -> "MixinConfig":
         return cls(training_namespace=cluster.training_namespace, mixed_pool=cluster.mixed_pool,
                    online_priority_class=cluster.tier("online").name,
-                   offline_priority_class=cluster.tier("offline").name)
+                   offline_priority_class=cluster.tier("offline").name,
+                   online_slos=tuple(ServiceSlo(s.name, cluster.online_namespace, s.slo)
+                                     for s in cluster.online_services if s.slo))
 
 
 class Selectors:
@@ -185,11 +214,27 @@ class Selectors:
         which change whenever the GPU is handed to another pod."""
         return f'max by (node, gpu, UUID, modelName) (label_replace({inner}, "node", "$1", "Hostname", "(.*)"))'
 
+    def node_exporter_rate(self, aggregation: str, metric: str, *matchers: str) -> str:
+        """``aggregation by (node)`` of a node-exporter counter's 5m rate, its exporter pod mapped
+        to the node name (node-exporter has no node label)."""
+        pod_info = sel("kube_pod_info", self._ksm, ne("node"))
+        series = sel(metric, self.config.node_exporter_selector, *matchers)
+        return (f"{aggregation} by (node) (rate({series}[5m])"
+                f" * on (namespace, pod) group_left (node) topk by (namespace, pod) (1, {pod_info}))")
+
     @property
     def node_cpu_utilisation(self) -> str:
         """Busy CPU share per node from node-exporter, mapped to the node name."""
+        return f'1 - {self.node_exporter_rate("avg", "node_cpu_seconds_total", eq("mode", "idle"))}'
+
+    def pool_allocatable(self, resources: str) -> str:
+        """Allocatable per pool and resource."""
+        return f"sum by (pool, resource) ({self._allocatable(resources)} * on (node) group_left (pool) {self._node_pool})"
+
+    def by_pool_and_class(self, per_pod: str) -> str:
+        """A per-pod series (labels node, namespace, pod) summed per pool and PriorityClass."""
         pod_info = sel("kube_pod_info", self._ksm, ne("node"))
-        idle = sel("node_cpu_seconds_total", self.config.node_exporter_selector, eq("mode", "idle"))
-        return (f"1 - avg by (node) (rate({idle}[5m])"
-                f" * on (namespace, pod) group_left (node) topk by (namespace, pod) (1, {pod_info}))")
+        return (f"sum by (pool, priority_class) ({per_pod}"
+                f" * on (namespace, pod) group_left (priority_class) max by (namespace, pod, priority_class) ({pod_info})"
+                f" * on (node) group_left (pool) {self._node_pool})")
 

@@ -13,7 +13,9 @@ from grafana_foundation_sdk.builders import statetimeline, timeseries
 from grafana_foundation_sdk.models import common as mc
 from grafana_foundation_sdk.models import dashboard as md
 
-from colocate.constructs.mixin.config import Selectors, eq, re_, sel
+from colocate.constructs.mixin.config import eq, re_, sel
+from colocate.constructs.mixin import slo
+from colocate.constructs.mixin.slo import LatencyGuard
 from colocate.model.names import GRAFANA_SCHEMA_VERSION
 
 
@@ -25,7 +27,7 @@ class Query:
     legend: str
 
 
-class Dashboards(Selectors):
+class Dashboards(LatencyGuard):
     @property
     def dashboards(self) -> list[md.Dashboard]:
         return [self._colocation_dashboard()]
@@ -104,12 +106,70 @@ class Dashboards(Selectors):
                 panel.override_by_regexp(f".* {re.escape(cls)}$", [md.DynamicConfigValue(
                     id_val="color", value={"mode": "fixed", "fixedColor": color})])
             dashboard.with_panel(panel)
+        self._latency_rows(dashboard, layout)
+        self._utilisation_rows(dashboard, layout, node)
         board = dashboard.build()
         # The SDK writes schemaVersion 36 (and has no builder for it), which Grafana 10.2 migrates
         # on every load (37: legend.showLegend, 38: table cellOptions); the JSON is already in the 38 shape.
         board.schema_version = GRAFANA_SCHEMA_VERSION
         return board
 
+
+
+    def _latency_rows(self, dashboard: gd.Dashboard, layout: "_Layout") -> None:
+        """Per service: P99 against its baseline and objective, the training beside it below."""
+        c = self.config
+        if not c.online_slos:
+            return
+        dashboard.with_row(layout.row("Online latency against baseline"))
+        for s in c.online_slos:
+            service = (eq("service", s.service), eq("namespace", s.namespace))
+            dashboard.with_panel(_timeseries(layout, f"{s.service}: P99 against baseline", [
+                Query(sel(slo.P99_RECORD, *service), "P99"),
+                Query(sel(slo.BASELINE_RECORD, *service), f"baseline (same hour, last {c.baseline_days} days)"),
+                Query(f"{sel(slo.BASELINE_RECORD, *service)} * {1 + s.slo.regression:g}",
+                      f"baseline + {s.slo.regression:.0%}"),
+                Query(f"vector({s.slo.objective_seconds:g})", "objective")], unit="s", width=24,
+                description="P99 from the service's histogram (5m rate); the regression alert fires above "
+                            f"baseline + {s.slo.regression:.0%} for {c.latency_for} while training shares its nodes."))
+            beside = _timeseries(layout, f"{s.service}: training on its nodes", [
+                Query(sel(slo.TRAINING_SHARE_RECORD, *service), "offline CPU requests / allocatable"),
+                Query(sel(slo.TRAINING_PODS_RECORD, *service), "training pods")], unit="percentunit",
+                width=24, height=6,
+                description=f"Offline ({c.training_namespace}) CPU requests on the nodes that run {s.service}'s "
+                            "pods, over those nodes' allocatable CPU; and how many training pods run there (right axis).")
+            beside.override_by_regexp("^training pods$", [
+                md.DynamicConfigValue(id_val="custom.axisPlacement", value="right"),
+                md.DynamicConfigValue(id_val="unit", value="short")])
+            dashboard.with_panel(beside)
+
+    def _utilisation_rows(self, dashboard: gd.Dashboard, layout: "_Layout", node: str) -> None:
+        """Requested and used share of each pool, hourly, against the seed's 30% and 70% lines; steal
+        and CPU pressure per node of the selected pool."""
+        c = self.config
+        dashboard.with_row(layout.row("Utilisation per pool by hour"))
+        for resource, title, used in (("cpu", "CPU", "pool_priority_class:container_cpu_usage_seconds:ratio_rate5m"),
+                                      ("memory", "Memory", "pool_priority_class:container_memory_working_set_bytes:ratio"),
+                                      ("nvidia_com_gpu", "GPU", "pool_priority_class:dcgm_gpu_utilisation:ratio")):
+            requested = sel("pool_priority_class:kube_pod_container_resource_requests:ratio", eq("resource", resource))
+            panel = _timeseries(layout, f"{title} by pool: requested and used (hourly mean)", [
+                Query(f"sum by (pool) (avg_over_time({requested}[1h]))", "{{pool}} requested"),
+                Query(f"sum by (pool) (avg_over_time({used}[1h]))", "{{pool}} used")], unit="percentunit", width=8,
+                description=f"Share of each pool's allocatable {title}, all PriorityClasses; the lines mark the "
+                            f"seed's {c.utilisation_low:.0%} (before co-location) and {c.utilisation_high:.0%} (after).")
+            panel.interval("1h").thresholds(gd.ThresholdsConfig().mode(md.ThresholdsMode.ABSOLUTE).steps([
+                md.Threshold(value=None, color="red"), md.Threshold(value=c.utilisation_low, color="orange"),
+                md.Threshold(value=c.utilisation_high, color="green")])).thresholds_style(
+                gc.GraphThresholdsStyleConfig().mode(mc.GraphTresholdsStyleMode.DASHED))
+            dashboard.with_panel(panel)
+        dashboard.with_row(layout.row("Contention on nodes of pool $pool"))
+        dashboard.with_panel(_timeseries(layout, "CPU steal per node", [
+            Query(sel("node:node_cpu_steal:ratio_rate5m", node), "{{node}}")], unit="percentunit",
+            description="Share of CPU time the hypervisor gave to other guests (node-exporter mode=steal)."))
+        dashboard.with_panel(_timeseries(layout, "CPU pressure per node (some tasks waiting)", [
+            Query(sel("node:node_pressure_cpu_waiting:ratio_rate5m", node), "{{node}}")], unit="percentunit",
+            description="PSI cpu 'some': share of time at least one runnable task waited for a CPU "
+                        "(node-exporter pressure collector; needs kernel >= 4.20)."))
 
 
 def dashboard_uid(key: str) -> str:

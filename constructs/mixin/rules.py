@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from colocate.constructs.mixin.config import Selectors, eq, ne, re_, sel
+from colocate.constructs.mixin.config import eq, ne, re_, sel
+from colocate.constructs.mixin.slo import LatencyGuard
 
 #: DCGM reports framebuffer memory in MiB.
 _MIB = 1024 * 1024
 
 
-class RecordingRules(Selectors):
+class RecordingRules(LatencyGuard):
     @property
     def recording_rules(self) -> list[dict[str, Any]]:
         ksm = self._ksm
@@ -18,11 +19,14 @@ class RecordingRules(Selectors):
                              ne("node"))
         requests = f"sum by (node, resource) ({node_requests} * on (namespace, pod) group_left () {self._active_pods})"
         pod_info = sel("kube_pod_info", ksm, ne("node"))
-        pod_requests = (f'sum by (node, namespace, pod, resource) ({sel("kube_pod_container_resource_requests", ksm, re_("resource", "cpu|memory"), ne("node"))})'
+        pod_requests = (f'sum by (node, namespace, pod, resource) ({sel("kube_pod_container_resource_requests", ksm, re_("resource", "cpu|memory|nvidia_com_gpu"), ne("node"))})'
                         f" * on (namespace, pod) group_left () {self._active_pods}"
                         f" * on (namespace, pod) group_left (priority_class) max by (namespace, pod, priority_class) ({pod_info})")
         pool_requests = f"sum by (pool, priority_class, resource) ({pod_requests} * on (node) group_left (pool) {self._node_pool})"
-        pool_allocatable = f'sum by (pool, resource) ({self._allocatable("cpu|memory")} * on (node) group_left (pool) {self._node_pool})'
+        cpu_used = f'sum by (node, namespace, pod) (rate({sel("container_cpu_usage_seconds_total", self._cadvisor)}[5m]))'
+        memory_used = f'sum by (node, namespace, pod) ({sel("container_memory_working_set_bytes", self._cadvisor)})'
+        # A GPU handed to a pod carries that pod's namespace/pod (the exporter's honorLabels).
+        gpu_busy = (f'label_replace({sel("DCGM_FI_DEV_GPU_UTIL", self._dcgm)}, "node", "$1", "Hostname", "(.*)") / 100')
         cpu_alloc = sel("kube_node_status_allocatable", ksm, eq("resource", "cpu"))
         mem_alloc = sel("kube_node_status_allocatable", ksm, eq("resource", "memory"))
         return [
@@ -41,6 +45,19 @@ class RecordingRules(Selectors):
             {"record": "node_gpu:dcgm_fb_used:bytes",
              "expr": f'{self._per_gpu(sel("DCGM_FI_DEV_FB_USED", self._dcgm))} * {_MIB}'},
             {"record": "pool_priority_class:kube_pod_container_resource_requests:ratio",
-             "expr": f"{pool_requests} / on (pool, resource) group_left () {pool_allocatable}"},
+             "expr": f"{pool_requests} / on (pool, resource) group_left () {self.pool_allocatable('cpu|memory|nvidia_com_gpu')}"},
+            # What pods really use, per pool and PriorityClass, over the pool's allocatable.
+            {"record": "pool_priority_class:container_cpu_usage_seconds:ratio_rate5m",
+             "expr": f"{self.by_pool_and_class(cpu_used)} / on (pool) group_left () {self.pool_allocatable('cpu')}"},
+            {"record": "pool_priority_class:container_memory_working_set_bytes:ratio",
+             "expr": f"{self.by_pool_and_class(memory_used)} / on (pool) group_left () {self.pool_allocatable('memory')}"},
+            {"record": "pool_priority_class:dcgm_gpu_utilisation:ratio",
+             "expr": f"{self.by_pool_and_class(gpu_busy)} / on (pool) group_left () {self.pool_allocatable('nvidia_com_gpu')}"},
+            # Contention the co-located training causes on a node (node-exporter; PSI needs kernel >= 4.20).
+            {"record": "node:node_cpu_steal:ratio_rate5m",
+             "expr": self.node_exporter_rate("avg", "node_cpu_seconds_total", eq("mode", "steal"))},
+            {"record": "node:node_pressure_cpu_waiting:ratio_rate5m",
+             "expr": self.node_exporter_rate("max", "node_pressure_cpu_waiting_seconds_total")},
+            *self.latency_recording_rules,
         ]
 

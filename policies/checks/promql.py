@@ -19,7 +19,7 @@ def _parsed(index: Index) -> Iterator[tuple[promql.Query, promql.Analysis]]:
 
 
 def _known(index: Index) -> Mapping[str, promql.Metric]:
-    return {**promql.catalog().metrics, **promql.recorded_metrics(index.docs)}
+    return {**promql.catalog().metrics, **promql.scraped_metrics(index.docs), **promql.recorded_metrics(index.docs)}
 
 
 def metrics_exist(index: Index, rule: Rule) -> Iterator[Violation]:

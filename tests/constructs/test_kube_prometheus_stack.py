@@ -82,9 +82,10 @@ def test_dashboard_sidecar_watches_the_grafana_dashboard_label_in_all_namespaces
         "enabled": True, "label": "grafana_dashboard", "labelValue": "1", "searchNamespace": "ALL"}
 
 
-def test_kube_state_metrics_exports_the_training_job_labels_of_pods_and_the_pool_of_nodes():
+def test_kube_state_metrics_exports_the_training_job_and_app_name_labels_of_pods_and_the_pool_of_nodes():
     assert values()["kube-state-metrics"]["metricLabelsAllowlist"] == [
-        "pods=[training.kubeflow.org/job-name,training.kubeflow.org/replica-type]", "nodes=[colocate.io/pool]"]
+        "pods=[training.kubeflow.org/job-name,training.kubeflow.org/replica-type,app.kubernetes.io/name]",
+        "nodes=[colocate.io/pool]"]
 
 
 def test_community_dashboards_are_pinned_revisions_with_the_prometheus_datasource():

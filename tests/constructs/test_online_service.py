@@ -90,3 +90,22 @@ def test_a_static_cpu_pool_anywhere_in_the_list_needs_whole_cores():
     with pytest.raises(PropError) as err:
         synth(static=True, pools=("small", "online"), cpu="1500m", memory="2Gi")
     assert err.value.prop == "cpu" and "'online'" in str(err.value)
+
+
+def test_an_slo_adds_a_service_monitor_that_declares_the_histogram():
+    from colocate.model.slo import LatencySlo
+
+    objs = synth(slo=LatencySlo(metric="http_request_duration_seconds", objective_seconds=0.005),
+                 monitor_labels={"release": "kube-prometheus-stack"})
+    monitor = objs["ServiceMonitor"]
+    assert monitor["spec"]["selector"]["matchLabels"] == objs["Service"]["metadata"]["labels"]
+    assert monitor["spec"]["endpoints"] == [{"port": "http", "path": "/metrics", "interval": "30s"}]
+    assert monitor["metadata"]["annotations"]["colocate.io/metrics"] == "http_request_duration_seconds:histogram"
+
+
+def test_an_slo_without_monitor_labels_is_refused():
+    from colocate.model.slo import LatencySlo
+
+    with pytest.raises(PropError) as err:
+        synth(slo=LatencySlo(metric="http_request_duration_seconds", objective_seconds=0.005))
+    assert err.value.prop == "monitor_labels"

@@ -31,3 +31,10 @@ def test_a_service_monitor_scrapes_one_named_port_in_its_own_namespace():
 def test_empty_selectors_are_refused(prop, message):
     with pytest.raises(PropError, match=f"prop '{prop}': is empty: {message}"):
         ServiceMonitor(cdk8s.Testing.chart(), "sm", _props(**{prop: {}}))
+
+
+@pytest.mark.parametrize("metrics", [{"latency": "histo"}, {"a,b": "gauge"}, {"": "counter"}])
+def test_declared_metrics_need_a_name_and_a_type(metrics):
+    with pytest.raises(PropError) as err:
+        ServiceMonitor(cdk8s.Testing.chart(), "sm", _props(metrics=metrics))
+    assert err.value.prop.startswith("metrics[")

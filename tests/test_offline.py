@@ -1,0 +1,61 @@
+"""``colocate offline pause|resume``: which TFJobs it suspends and resumes, the patch it sends, and
+its errors. Against a live training-operator once the simulated cluster (issue 11) exists."""
+from __future__ import annotations
+
+import copy
+
+import yaml
+
+from colocate import ROOT, offline
+from tests.helpers import colocate
+
+#: A reference TFJob as synthesized, given live state below.
+TFJOB = yaml.safe_load((ROOT / "dist/apps/training/tfjob.training.tf-mnist-dist.yaml").read_text())
+
+
+def _job(name: str, *conditions: str, suspend: bool = False, paused_by: str | None = None) -> dict:
+    job = copy.deepcopy(TFJOB)
+    job["metadata"]["name"] = name
+    if suspend:
+        job["spec"]["runPolicy"]["suspend"] = True
+    if paused_by:
+        job["metadata"].setdefault("annotations", {})["colocate.io/paused-by"] = paused_by
+    job["status"] = {"conditions": [{"type": c, "status": "True"} for c in conditions]}
+    return job
+
+
+JOBS = [
+    _job("running", "Created", "Running"),
+    _job("waiting", "Created"),
+    _job("done", "Created", "Succeeded"),
+    _job("failed", "Created", "Restarting", "Failed"),
+    _job("held-by-hand", "Created", "Suspended", suspend=True),
+    _job("paused-by-us", "Created", "Suspended", suspend=True, paused_by=offline.PAUSED_BY),
+]
+
+
+def test_pause_suspends_every_unfinished_job_not_already_suspended():
+    assert [c.name for c in offline.plan(JOBS, "pause")] == ["running", "waiting"]
+
+
+def test_resume_starts_only_what_pause_stopped():
+    assert [c.name for c in offline.plan(JOBS, "resume")] == ["paused-by-us"]
+
+
+def test_the_patches_suspend_and_mark_then_resume_and_unmark():
+    pause, resume = (offline.patch(offline.Change("x", a, "")) for a in ("pause", "resume"))
+    assert pause == {"metadata": {"annotations": {"colocate.io/paused-by": offline.PAUSED_BY}},
+                     "spec": {"runPolicy": {"suspend": True}}}
+    # a JSON merge patch deletes a key set to null
+    assert resume == {"metadata": {"annotations": {"colocate.io/paused-by": None}},
+                      "spec": {"runPolicy": {"suspend": False}}}
+
+
+def test_the_reference_tfjobs_do_not_set_suspend_so_argo_cd_leaves_a_pause_alone():
+    for path in (ROOT / "dist/apps/training").glob("tfjob.*.yaml"):
+        assert "suspend" not in yaml.safe_load(path.read_text())["spec"]["runPolicy"], path
+
+
+def test_a_missing_kubectl_is_a_clear_error():
+    proc = colocate("offline", "pause", "--kubectl", "/nonexistent/kubectl")
+    assert proc.returncode == 2 and "kubectl not found" in proc.stderr and "Traceback" not in proc.stderr
