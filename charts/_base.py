@@ -54,6 +54,16 @@ class ColocateChart(Chart):
             labels={PART_OF_LABEL: PART_OF, MANAGED_BY_LABEL: PART_OF, COMPONENT_LABEL: id} if labels else None,
         )
         self.folder = folder
+        #: Files other than manifests this chart writes to its folder (relative path -> text).
+        self.extra_files: dict[str, str] = {}
+        #: Upstream images this chart deploys, by their upstream name; the nodes' registry
+        #: mirror serves their registries (constructs/containerd_config.py).
+        self.upstream_images: set[str] = set()
+
+    def mirrored(self, config: Config, upstream: str) -> str:
+        """``config.image(upstream)``, remembering ``upstream`` for the nodes' registry mirror."""
+        self.upstream_images.add(upstream)
+        return config.image(upstream)
 
     @property
     def is_app(self) -> bool:

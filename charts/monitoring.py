@@ -48,7 +48,6 @@ def stack(cluster: Cluster, config: Config, pools: dict[str, NodePool]) -> kps.K
         grafana_admin_secret=m.grafana_admin_secret, storage_class=config.shared_storage_class,
         storage_size=m.storage_size, retention=m.retention, monitor_labels=cluster.monitor_labels,
         pool_labels=monitoring.labels, pool_taints=tuple(monitoring.props.taints),
-        image_registry=config.registry_host if config.mirror_upstream_images else None,
         community_dashboards=COMMUNITY_DASHBOARDS,
         # TFJob conditions for the TFJob-failed alert and the job-state panel.
         ksm_custom_resource_state=tfjob_state.ksm_config(), ksm_rbac_rules=tfjob_state.ksm_rbac_rules(),
@@ -69,9 +68,10 @@ class MonitoringChart(ColocateChart):
         super().__init__(scope, "monitoring", folder="apps/monitoring")
         self.cluster = cluster
         self.stack = stack(cluster, config, pools)
+        self.upstream_images.update(kps.CHART_IMAGES)
         self.dcgm = dcgm.DcgmExporter(self, "dcgm-exporter", dcgm.DcgmExporterProps(
             namespace=cluster.monitoring_namespace, gpu_pools=gpu_pools(pools), used_fields=tuple(dcgm_used_fields),
-            monitor_labels=cluster.monitor_labels, image=config.image(dcgm.IMAGE),
+            monitor_labels=cluster.monitor_labels, image=self.mirrored(config, dcgm.IMAGE),
         ))
 
     def applications(self, config: Config) -> list[AppSpec]:

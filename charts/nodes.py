@@ -1,17 +1,33 @@
 """Node provisioning files, one folder per pool; Argo CD never applies them."""
 from __future__ import annotations
 
+from typing import Iterable
+
 from constructs import Construct
 
 from colocate.charts._base import ColocateChart
+from colocate.config import Config
+from colocate.constructs.containerd_config import ContainerdConfig, ContainerdConfigProps
 from colocate.constructs.node_pool import NodePool
-from colocate.model.pools import NodePoolProps
+from colocate.model.pools import PAUSE_IMAGE, NodePoolProps
 
 
 class NodePoolChart(ColocateChart):
-    """``dist/nodes/<pool>/``: the pool's JoinConfiguration and KubeletConfiguration patch."""
+    """``dist/nodes/<pool>/``: the pool's JoinConfiguration and KubeletConfiguration patch, and
+    (``add_containerd``) the containerd files under ``containerd/``."""
 
     def __init__(self, scope: Construct, props: NodePoolProps):
         # kubelet/kubeadm files are not API objects: no metadata, so no labels.
         super().__init__(scope, f"nodes-{props.name}", folder=f"nodes/{props.name}", labels=False)
         self.pool = NodePool(self, "pool", props)
+
+    def add_containerd(self, config: Config, upstream_images: Iterable[str]) -> None:
+        """The registry mirror for every upstream image the cluster deploys (known once every
+        other chart is built), and the sandbox image."""
+        sandbox = self.mirrored(config, PAUSE_IMAGE)
+        containerd = ContainerdConfig(self, "containerd", ContainerdConfigProps(
+            registry_host=config.registry_host, proxy_projects=config.registry_proxy_projects,
+            upstream_images=tuple(sorted({*upstream_images, *self.upstream_images})),
+            sandbox_image=sandbox, ca_file=config.registry_ca_file,
+        ))
+        self.extra_files.update({f"containerd/{path}": text for path, text in containerd.files.items()})

@@ -4,6 +4,7 @@ from __future__ import annotations
 from constructs import Construct
 
 from colocate.model.cluster import Cluster
+from colocate.config import Config
 from colocate.charts._base import ColocateChart
 from colocate.constructs.node_pool import NodePool
 from colocate.constructs.online_service import OnlineService, OnlineServiceProps
@@ -14,7 +15,7 @@ class OnlineChart(ColocateChart):
 
     sync_wave = 10
 
-    def __init__(self, scope: Construct, cluster: Cluster, pools: dict[str, NodePool]):
+    def __init__(self, scope: Construct, cluster: Cluster, config: Config, pools: dict[str, NodePool]):
         super().__init__(scope, "online", folder="apps/online")
         for spec in cluster.online_services:
             OnlineService(self, spec.name, OnlineServiceProps(
@@ -22,4 +23,5 @@ class OnlineChart(ColocateChart):
                 pools=[pools[name] for name in cluster.online_placement], priority_class=cluster.tier("online").name,
                 cpu=spec.cpu, memory=spec.memory, gpus=spec.gpus, port=spec.port, replicas=spec.replicas,
                 slo=spec.slo, monitor_labels=cluster.monitor_labels,
+                image_pull_secret=config.registry_pull_secret,
             ))

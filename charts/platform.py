@@ -45,7 +45,7 @@ class PlatformChart(ColocateChart):
         gpu_pools = [p for p in pools.values() if p.props.gpus > 0]
         self.device_plugin = plugin.NvidiaDevicePlugin(plugin.NvidiaDevicePluginProps(
             gpu_pools=[p.name for p in gpu_pools], taints=[t for p in gpu_pools for t in p.props.taints],
-            image=config.image(plugin.IMAGE),
+            image=self.mirrored(config, plugin.IMAGE),
         )) if config.device_plugin_chart_repo_url and gpu_pools else None
         self.tiers = PriorityTiers(self, "tiers", cluster.tiers)
         # Training fills the mixed pool; online services may fill every pool they run on.

@@ -16,8 +16,8 @@ from colocate.constructs.node_pool import NodePool
 from colocate.constructs.tfjob import RoleSpec, TFJob, TFJobProps
 from colocate.errors import InputError, PropError
 from colocate.jobs import JobFile
+from colocate.model.pools import PAUSE_IMAGE
 
-PAUSE_IMAGE = "registry.k8s.io/pause:3.9"
 PREPULL_NAME = "training-image-prepull"
 
 
@@ -41,7 +41,8 @@ class TrainingChart(ColocateChart):
                 name=job.name, namespace=cluster.training_namespace, image=job.image,
                 roles={role: RoleSpec(**spec) for role, spec in job.roles().items()},
                 pools=(pool,), priority_class=cluster.tier("offline").name,
-                storage_class=config.shared_storage_class, **job.options(),
+                storage_class=config.shared_storage_class, image_pull_secret=config.registry_pull_secret,
+                **job.options(),
             ))
         except PropError as exc:
             raise InputError(job.file, "", str(exc)) from exc
@@ -58,5 +59,6 @@ class TrainingChart(ColocateChart):
         })
         ImagePrepull(self, "prepull", ImagePrepullProps(
             name=PREPULL_NAME, namespace=ns, images=images, pool=pool,
-            priority_class=cluster.tier("background").name, pause_image=config.image(PAUSE_IMAGE),
+            priority_class=cluster.tier("background").name, pause_image=self.mirrored(config, PAUSE_IMAGE),
+            image_pull_secret=config.registry_pull_secret,
         ))

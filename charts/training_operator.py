@@ -77,7 +77,7 @@ class TrainingOperatorChart(ColocateChart):
                 "path": OVERLAY,
                 "kustomize": {
                     "namespace": cluster.kubeflow_namespace,
-                    "images": [f"{OPERATOR_IMAGE}={config.image(f'{OPERATOR_IMAGE}:{tag}')}"],
+                    "images": [f"{OPERATOR_IMAGE}={self.mirrored(config, f'{OPERATOR_IMAGE}:{tag}')}"],
                     "patches": [
                         {"target": {"kind": "Namespace", "name": UPSTREAM_NAMESPACE}, "patch": delete_namespace},
                         {"target": {"kind": "Deployment", "name": OPERATOR_DEPLOYMENT}, "patch": operator_priority},

@@ -41,13 +41,17 @@ def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster 
     # The Application table: each chart declares its Applications and their sync waves.
     app_charts: list[ColocateChart] = [
         PlatformChart(app, cluster, config, pools),
-        OnlineChart(app, cluster, pools),
+        OnlineChart(app, cluster, config, pools),
         TrainingOperatorChart(app, cluster),
         TrainingChart(app, cluster, config, pools, jobs),
         observability := ObservabilityChart(app, cluster),
         MonitoringChart(app, cluster, config, pools, dcgm_used_fields=observability.mixin.dcgm_fields()),
     ]
     applications = ApplicationsChart(app, config, app_charts)
+    # Last: the nodes' registry mirror serves every upstream image the charts above deploy.
+    upstream = set().union(*(c.upstream_images for c in app_charts))
+    for chart in node_charts:
+        chart.add_containerd(config, upstream)
     bootstrap = BootstrapChart(app, config, applications)
     return Built(app, [*node_charts, *app_charts, applications, bootstrap], config, cluster)
 
@@ -65,7 +69,8 @@ def render_files(built: Built) -> dict[str, str]:
     apps = {c.folder: c.app_name for c in built.charts if c.is_app}
     apps[next(c.folder for c in built.charts if isinstance(c, ApplicationsChart))] = ROOT_APP
     doc = render.index(items, built.config.release, built.config.kubernetes_version, apps)
-    return render.render(items, doc)
+    extra = {f"{c.folder}/{path}": text for c in built.charts for path, text in c.extra_files.items()}
+    return render.render(items, doc, extra)
 
 
 def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path = jobs_mod.JOBS_DIR) -> dict[str, str]:

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 import jsonschema
 import yaml
 
 from colocate.errors import InputError
+from colocate.model.scheduling import ImageRef
 from colocate.resources import CONFIG_NAME, data_path, repository
 
 _SCHEMA = json.loads(data_path("colocate", "schemas", "config.schema.json").read_text())
@@ -50,14 +52,31 @@ class Config:
     monitoring: Monitoring
     #: Helm repository of the NVIDIA device plugin chart; None when colocate does not deploy it.
     device_plugin_chart_repo_url: str | None = None
+    #: Harbor's CA certificate on the nodes (the provisioner installs it; never in git). None
+    #: when the nodes' system trust store already has Harbor's CA.
+    registry_ca_file: str | None = None
+    #: Existing image pull Secret for Harbor's private projects, in every namespace whose pods
+    #: pull from them; None when those projects allow anonymous pulls.
+    registry_pull_secret: str | None = None
+    #: Harbor proxy-cache project per upstream registry (``quay.io`` -> ``quay``).
+    registry_proxy_projects: Mapping[str, str] = field(default_factory=dict)
+
+    def proxy_project(self, registry: str, image: str) -> str:
+        """The Harbor proxy-cache project that serves ``registry``; bad input when there is none."""
+        if registry not in self.registry_proxy_projects:
+            raise InputError(CONFIG_NAME, "$.registry.proxyCacheProjects",
+                             f"no Harbor proxy-cache project for {registry} (image {image}); "
+                             f"add `{registry}: <project>` and create that project in Harbor")
+        return self.registry_proxy_projects[registry]
 
     def image(self, upstream: str) -> str:
-        """Where the cluster pulls an upstream image from (``nvcr.io/nvidia/x:1`` -> ``<host>/nvidia/x:1``)."""
+        """Where the cluster pulls an upstream image from: Harbor's proxy-cache project for its
+        registry (``nvcr.io/nvidia/x:1`` -> ``<host>/nvcr/nvidia/x:1``). Harbor drops the project
+        and asks the upstream registry for the rest, so the path keeps Docker Hub's ``library/``."""
         if not self.mirror_upstream_images:
             return upstream
-        first, _, rest = upstream.partition("/")
-        path = rest if rest and ("." in first or ":" in first) else upstream
-        return f"{self.registry_host}/{path}"
+        ref = ImageRef.parse(upstream)
+        return ref.moved_to(f"{self.registry_host}/{self.proxy_project(ref.host, upstream)}")
 
 
 def json_path(parts) -> str:
@@ -120,6 +139,9 @@ def load(path: Path | None = None) -> Config:
         registry_host=data["registry"]["host"],
         registry_cidrs=tuple(data["registry"]["cidrs"]),
         mirror_upstream_images=data["registry"].get("mirrorUpstreamImages", True),
+        registry_ca_file=data["registry"].get("caFile"),
+        registry_pull_secret=data["registry"].get("pullSecret"),
+        registry_proxy_projects=dict(data["registry"].get("proxyCacheProjects") or {}),
         shared_storage_class=data["storage"]["sharedClass"],
         training_operator_repo_url=data["trainingOperator"]["repoURL"],
         training_operator_version=data["trainingOperator"]["version"],

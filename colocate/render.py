@@ -8,7 +8,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import yaml
 
@@ -92,14 +92,19 @@ def index(manifests: list[Manifest], release: str, kubernetes_version: str, apps
     }
 
 
-def render(manifests: Iterable[Manifest], index_doc: dict) -> dict[str, str]:
-    """Every dist/ file's relative path and text. Raises on two objects with one path."""
+def render(manifests: Iterable[Manifest], index_doc: dict, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every dist/ file's relative path and text: the manifests, and ``extra`` files that are
+    not manifests (containerd's TOML). Raises on two files with one path."""
     files: dict[str, str] = {INDEX_FILE: dump(index_doc)}
     for m in manifests:
         if m.path in files:
             raise ValueError(f"two objects would be written to dist/{m.path}: "
                              f"{m.kind} {m.namespace}/{m.name} is defined twice")
         files[m.path] = dump(canonical(m.obj))
+    for path, text in (extra or {}).items():
+        if path in files or path.endswith((".yaml", ".yml")):
+            raise ValueError(f"dist/{path}: an extra file must not be, or look like, a manifest")
+        files[path] = text
     return dict(sorted(files.items()))
 
 

@@ -18,7 +18,7 @@ from typing import Sequence
 from constructs import Construct
 
 from colocate.constructs._k8s import emit
-from colocate.model.validate import check_dns_label, check_image
+from colocate.model.validate import check_dns_label, check_image, check_pull_secret, pull_secrets
 from colocate.model.names import NAME_LABEL
 from colocate.constructs.node_pool import NodePool
 from colocate.model.scheduling import ImageRef, required_pool_affinity
@@ -48,6 +48,8 @@ class ImagePrepullProps:
     priority_class: str
     #: Image of the container that holds the pod, e.g. the mirrored ``registry.k8s.io/pause:3.9``.
     pause_image: str
+    #: Existing Secret the kubelet pulls the images with (a private Harbor project). Default: none.
+    image_pull_secret: str | None = None
 
 
 def pull_container_name(image: str) -> str:
@@ -95,6 +97,7 @@ class ImagePrepull(Construct):
                         "initContainers": init,
                         "containers": [{"name": "pause", "image": p.pause_image, "imagePullPolicy": "IfNotPresent",
                                         "resources": resources, "securityContext": _SECURITY}],
+                        **pull_secrets(p.image_pull_secret),
                     },
                 },
             },
@@ -111,6 +114,7 @@ class ImagePrepull(Construct):
         for i, image in enumerate(p.images):
             check_image(where, f"images[{i}]", image, mirror_path=False)
         check_image(where, "pause_image", p.pause_image, mirror_path=False)
+        check_pull_secret(where, "image_pull_secret", p.image_pull_secret)
         names = [pull_container_name(image) for image in p.images]
         for i, name in enumerate(names):
             if names.index(name) != i:

@@ -16,6 +16,27 @@ from colocate.model.pools import Taint
 from colocate.errors import PropError
 
 CHART_VERSION = "55.5.1"
+#: The images the chart and its subcharts deploy with our values, by their default upstream
+#: names: values.yaml of kube-prometheus-stack-55.5.1 (operator, config reloader, admission
+#: webhook patch job, Prometheus, Alertmanager), kube-state-metrics-5.15.3,
+#: prometheus-node-exporter-4.24.0 (prometheus-community/helm-charts) and grafana 7.0.x
+#: (grafana/helm-charts: Grafana, its dashboard sidecar, curl to download dashboards, busybox
+#: for initChownData). They stay upstream names: the chart's ``global.imageRegistry`` swaps
+#: only the registry host, which no Harbor proxy-cache project serves, so the nodes' containerd
+#: sends them to Harbor instead (constructs/containerd_config.py). Tags are the chart's.
+CHART_IMAGES = (
+    "quay.io/prometheus-operator/prometheus-operator",
+    "quay.io/prometheus-operator/prometheus-config-reloader",
+    "registry.k8s.io/ingress-nginx/kube-webhook-certgen",
+    "quay.io/prometheus/prometheus",
+    "quay.io/prometheus/alertmanager",
+    "registry.k8s.io/kube-state-metrics/kube-state-metrics",
+    "quay.io/prometheus/node-exporter",
+    "docker.io/grafana/grafana",
+    "quay.io/kiwigrid/k8s-sidecar",
+    "docker.io/curlimages/curl",
+    "docker.io/library/busybox",
+)
 _PROMETHEUS_PORT = 9090
 #: The three monitor kinds Prometheus selects, by the prefix of their prometheusSpec keys.
 MONITOR_KINDS = {"ServiceMonitor": "serviceMonitor", "PodMonitor": "podMonitor", "PrometheusRule": "rule"}
@@ -89,8 +110,6 @@ class KubePrometheusStackProps:
     pool_labels: Mapping[str, str]
     #: Taints of that pool, tolerated by the same components.
     pool_taints: Sequence[Taint] = ()
-    #: Registry that replaces every image's registry host (a pull-through mirror). Default: none.
-    image_registry: str | None = None
     #: Keys of the Grafana admin Secret. Defaults are the chart's.
     grafana_user_key: str = "admin-user"
     grafana_password_key: str = "admin-password"
@@ -222,8 +241,4 @@ class KubePrometheusStack:
             values["grafana"]["dashboards"] = {"community": {
                 d.name: {"gnetId": d.gnet_id, "revision": d.revision, "datasource": "Prometheus"}
                 for d in p.community_dashboards}}
-        if p.image_registry:
-            # Replaces the registry host of every image, subcharts included; the path stays
-            # (quay.io/prometheus/prometheus -> <mirror>/prometheus/prometheus), as Config.image does.
-            values["global"] = {"imageRegistry": p.image_registry}
         return values

@@ -15,7 +15,7 @@ from constructs import Construct
 from colocate import quantity
 from colocate.errors import PropError
 from colocate.constructs._k8s import emit
-from colocate.model.validate import check_dns_label, check_image, check_required_labels
+from colocate.model.validate import check_dns_label, check_image, check_pull_secret, check_required_labels, pull_secrets
 from colocate.model.names import NAME_LABEL
 from colocate.model.scheduling import ordered_pool_affinity
 from colocate.model.slo import LatencySlo
@@ -61,6 +61,8 @@ class OnlineServiceProps:
     slo: LatencySlo | None = None
     #: Labels Prometheus selects ServiceMonitors by; required with ``slo``.
     monitor_labels: Mapping[str, str] = field(default_factory=dict)
+    #: Existing Secret the kubelet pulls the image with (a private Harbor project). Default: none.
+    image_pull_secret: str | None = None
 
 
 class OnlineService(Construct):
@@ -100,6 +102,7 @@ class OnlineService(Construct):
                         "tolerations": self._tolerations(),
                         "terminationGracePeriodSeconds": p.termination_grace_period_seconds,
                         "containers": [container],
+                        **pull_secrets(p.image_pull_secret),
                     },
                 },
             },
@@ -132,6 +135,7 @@ class OnlineService(Construct):
         check_dns_label(where, "name", p.name)
         check_dns_label(where, "namespace", p.namespace)
         check_image(where, "image", p.image, example="harbor.example.com/ml/model-server:1.4.2")
+        check_pull_secret(where, "image_pull_secret", p.image_pull_secret)
         if not isinstance(p.replicas, int) or p.replicas < 1:
             raise PropError(where, "replicas", f"{p.replicas!r} must be >= 1")
         if not isinstance(p.max_unavailable, int) or not 1 <= p.max_unavailable <= p.replicas:

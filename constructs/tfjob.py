@@ -18,7 +18,7 @@ from constructs import Construct
 
 from colocate import quantity
 from colocate.constructs._k8s import emit
-from colocate.model.validate import check_dns_label, check_image
+from colocate.model.validate import check_dns_label, check_image, check_pull_secret, pull_secrets
 from colocate.constructs.node_pool import NodePool
 from colocate.model.names import (GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, PROTECTED, REPLICA_TYPE_LABEL, SYNC_OPTIONS,
                                    TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT, TF_PORT_NAME, TF_ROLES, TFJOB_GROUP,
@@ -91,6 +91,8 @@ class TFJobProps:
     termination_grace_period_seconds: int = 30
     #: Extra pod labels. Default: none (the operator adds ``training.kubeflow.org/*``).
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: Existing Secret the kubelet pulls the image with (a private Harbor project). Default: none.
+    image_pull_secret: str | None = None
 
 
 class TFJob(Construct):
@@ -152,6 +154,7 @@ class TFJob(Construct):
             "affinity": self._affinity(role, spec),
             "containers": [container],
             "volumes": [{"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": self.claim_name}}],
+            **pull_secrets(p.image_pull_secret),
         }
         template: dict = {"spec": pod}
         if p.labels:
@@ -198,6 +201,7 @@ class TFJob(Construct):
         check_dns_label(where, "name", p.name)
         check_dns_label(where, "namespace", p.namespace)
         check_image(where, "image", p.image, example="harbor.example.com/ml/tf-mnist:2.11.0")
+        check_pull_secret(where, "image_pull_secret", p.image_pull_secret)
         if not p.pools:
             raise PropError(where, "pools", "is empty: name the pools training may use (the mixed pool)")
         for i, pool in enumerate(p.pools):

@@ -25,8 +25,8 @@ DIST = ROOT / "dist"
 def shipped_rule_files(tree: dict[str, str]) -> dict[str, dict]:
     """``<PrometheusRule name>.yaml`` -> plain rules file, for every PrometheusRule in ``tree``."""
     out = {}
-    for text in tree.values():
-        obj = yaml.safe_load(text)
+    for path, text in tree.items():
+        obj = yaml.safe_load(text) if path.endswith(".yaml") else {}
         if obj.get("kind") == "PrometheusRule":
             out[f"{obj['metadata']['name']}.yaml"] = rules_file(obj)
     return out

@@ -22,7 +22,7 @@ def shipped_dashboards(rendered: dict[str, str]) -> dict[str, dict]:
     """``<dist path>#<key>`` -> dashboard JSON of every sidecar ConfigMap in the synth output."""
     out = {}
     for path, text in rendered.items():
-        obj = yaml.safe_load(text)
+        obj = yaml.safe_load(text) if path.endswith(".yaml") else {}
         if obj.get("kind") == "ConfigMap" and "grafana_dashboard" in (obj["metadata"].get("labels") or {}):
             for board in from_configmap(obj):
                 out[f"{path}#{board['uid']}"] = board

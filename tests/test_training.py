@@ -83,7 +83,7 @@ def test_training_operator_is_the_pinned_upstream_overlay_with_mirrored_image(re
     assert (source["repoURL"], source["targetRevision"], source["path"]) == (
         config.training_operator_repo_url, config.training_operator_version, "manifests/overlays/standalone")
     assert source["kustomize"]["images"] == [
-        f"kubeflow/training-operator={config.registry_host}/kubeflow/training-operator:v1-855e096"]
+        f"kubeflow/training-operator={config.registry_host}/dockerhub/kubeflow/training-operator:v1-855e096"]
     # The platform Application owns the kubeflow Namespace; the overlay's copy is dropped.
     assert source["kustomize"]["patches"][0]["target"] == {"kind": "Namespace", "name": "kubeflow"}
     assert "$patch: delete" in source["kustomize"]["patches"][0]["patch"]
@@ -127,7 +127,7 @@ def test_an_offline_cluster_points_repo_and_image_at_its_mirrors(tmp_path):
     source = yaml.safe_load(files[OPERATOR_APP])["spec"]["source"]
     assert source["repoURL"] == "https://git.internal/mirrors/training-operator.git"
     assert source["kustomize"]["images"] == [
-        "kubeflow/training-operator=registry.internal:5000/kubeflow/training-operator:v1-855e096"]
+        "kubeflow/training-operator=registry.internal:5000/dockerhub/kubeflow/training-operator:v1-855e096"]
 
 
 def test_an_operator_version_without_a_known_image_tag_is_refused():

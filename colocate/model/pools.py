@@ -24,6 +24,15 @@ KUBELET_PATCH_FILE = "kubeletconfiguration+strategic.yaml"
 #: The upgrade command that re-applies them (README and docs quote it; a test checks).
 UPGRADE_COMMAND = f"kubeadm upgrade node --patches {PATCHES_DIR}"
 
+#: The pod sandbox image kubeadm 1.28 expects (kubernetes/kubernetes v1.28.15
+#: cmd/kubeadm/app/constants/constants.go PauseVersion "3.9"); containerd 1.7's own default is
+#: pause:3.8 (pkg/cri/config/config_unix.go), so the nodes' containerd config names it.
+PAUSE_IMAGE = "registry.k8s.io/pause:3.9"
+#: containerd's registry host directory (CRI ``registry.config_path``), one folder per registry
+#: with its hosts.toml, and the drop-in the node's config.toml imports (docs/node-pools.md).
+CONTAINERD_CERTS_DIR = "/etc/containerd/certs.d"
+CONTAINERD_DROP_IN = "/etc/containerd/conf.d/colocate.toml"
+
 #: Every hard-eviction signal, with the kubelet's defaults except memory. Setting any signal
 #: makes the unspecified ones 0 on Kubernetes 1.28 (kubelet config types.go), so all four are
 #: always written.

@@ -95,6 +95,11 @@ def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, st
     return True
 
 
+#: The registry a runtime pulls from when a reference names none (containerd v1.7.13
+#: reference/docker/normalize.go, defaultDomain), where official images live under ``library/``.
+DEFAULT_REGISTRY = "docker.io"
+
+
 @dataclass(frozen=True)
 class ImageRef:
     """``[registry/]repository[:tag][@digest]``, split as the container runtime reads it."""
@@ -120,6 +125,22 @@ class ImageRef:
     def pinned(self) -> bool:
         """A digest, or a tag other than ``latest``: IfNotPresent never re-pulls a moving tag."""
         return bool(self.digest) or self.tag not in ("", "latest")
+
+    @property
+    def host(self) -> str:
+        """The registry the runtime pulls from (``docker.io`` when the reference names none)."""
+        return self.registry or DEFAULT_REGISTRY
+
+    @property
+    def path(self) -> str:
+        """The repository as its registry stores it: Docker Hub's official images under ``library/``."""
+        if self.host == DEFAULT_REGISTRY and "/" not in self.repository:
+            return f"library/{self.repository}"
+        return self.repository
+
+    def moved_to(self, prefix: str) -> str:
+        """The same image under ``prefix`` (``<registry>/<project>``), tag and digest kept."""
+        return f"{prefix}/{self.path}" + (f":{self.tag}" if self.tag else "") + (f"@{self.digest}" if self.digest else "")
 
     @property
     def has_registry_path(self) -> bool:

@@ -42,6 +42,18 @@ def check_image(construct: str, prop: str, image: str, *, mirror_path: bool = Tr
     raise PropError(construct, prop, f"{image!r} must be {need}" + (f", e.g. {example}" if example else ""))
 
 
+def check_pull_secret(construct: str, prop: str, name: str | None) -> None:
+    """An image pull Secret's name (a DNS subdomain, as every Secret name), or None."""
+    if name is not None and (not isinstance(name, str) or len(name) > 253 or not DNS_SUBDOMAIN.match(name)):
+        raise PropError(construct, prop, f"{name!r} is not a Secret name (a DNS-1123 subdomain)")
+
+
+def pull_secrets(name: str | None) -> dict:
+    """The pod spec's ``imagePullSecrets`` for ``name``, or nothing: the kubelet sends the Secret's
+    credentials for the registry they name (Harbor's private projects)."""
+    return {"imagePullSecrets": [{"name": name}]} if name else {}
+
+
 def check_required_labels(construct: str, prop: str, labels: Mapping[str, str], why: str) -> None:
     """Labels that must be given (an empty selector selects everything, or nothing), and valid."""
     if not labels:

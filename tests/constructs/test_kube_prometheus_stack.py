@@ -96,8 +96,9 @@ def test_community_dashboards_are_pinned_revisions_with_the_prometheus_datasourc
     assert provider["name"] == "community" and provider["options"]["path"].endswith("/community")
 
 
-def test_image_registry_is_global_only_when_mirroring():
-    assert values(image_registry="harbor.example.com")["global"] == {"imageRegistry": "harbor.example.com"}
+def test_chart_images_keep_their_upstream_names_for_the_nodes_mirror():
+    # global.imageRegistry would swap the registry host only: no Harbor proxy-cache project
+    # serves <harbor>/prometheus/prometheus.
     assert "global" not in values()
 
 

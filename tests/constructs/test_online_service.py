@@ -109,3 +109,12 @@ def test_an_slo_without_monitor_labels_is_refused():
     with pytest.raises(PropError) as err:
         synth(slo=LatencySlo(metric="http_request_duration_seconds", objective_seconds=0.005))
     assert err.value.prop == "monitor_labels"
+
+
+def test_the_pull_secret_goes_into_the_pod_template_and_must_be_a_secret_name():
+    assert synth(image_pull_secret="harbor-pull")["Deployment"]["spec"]["template"]["spec"]["imagePullSecrets"] == [
+        {"name": "harbor-pull"}]
+    assert "imagePullSecrets" not in synth()["Deployment"]["spec"]["template"]["spec"]
+    with pytest.raises(PropError) as err:
+        synth(image_pull_secret="Harbor_Pull")
+    assert err.value.prop == "image_pull_secret"
