@@ -16,9 +16,8 @@ from constructs import Construct
 from colocate.errors import PropError
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label, check_required_labels
-from colocate.model.names import SYNC_OPTIONS
+from colocate.model.names import SEVERITIES, SYNC_OPTIONS
 
-SEVERITIES = ("critical", "warning", "info")
 #: Annotations every alert carries: what, the details, and what to do about it.
 REQUIRED_ANNOTATIONS = ("summary", "description", "hint")
 _METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")

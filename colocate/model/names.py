@@ -86,6 +86,12 @@ SCRAPED_METRICS_ANNOTATION = "colocate.io/metrics"
 TRAINING_OPERATOR_JOB = "training-operator"
 DCGM_EXPORTER_JOB = "dcgm-exporter"
 
+# --- Alert severities (the ``severity`` label) -------------------------------------------------
+#: Most urgent first. Alertmanager routes by them (constructs/mixin/routing.py): critical pages,
+#: warning goes to chat, info is only visible in Alertmanager; each one inhibits the ones after it.
+CRITICAL, WARNING, INFO = "critical", "warning", "info"
+SEVERITIES = (CRITICAL, WARNING, INFO)
+
 # --- kube-prometheus-stack ----------------------------------------------------------------------
 KPS_CHART = "kube-prometheus-stack"
 #: templates/_helpers.tpl truncates the chart's fullname to 26 characters.

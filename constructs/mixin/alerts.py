@@ -5,6 +5,7 @@ from typing import Any
 
 from colocate.constructs.mixin.config import eq, ne_value, re_, sel
 from colocate.constructs.mixin.slo import LatencyGuard
+from colocate.model.names import WARNING
 
 
 class Alerts(LatencyGuard):
@@ -108,6 +109,6 @@ class Alerts(LatencyGuard):
 
 
 def _alert(name: str, expr: str, for_: str, *, summary: str, description: str, hint: str,
-           severity: str = "warning") -> dict[str, Any]:
+           severity: str = WARNING) -> dict[str, Any]:
     return {"alert": name, "expr": expr, "for": for_, "labels": {"severity": severity},
             "annotations": {"summary": summary, "description": description, "hint": hint}}

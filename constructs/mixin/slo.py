@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from colocate.constructs.mixin.config import Selectors, ServiceSlo, eq, ne, sel
+from colocate.model.names import CRITICAL, WARNING
 
 _P99 = 0.99
 P99_RECORD = "service:latency_seconds:p99_rate5m"
@@ -86,7 +87,7 @@ class LatencyGuard(Selectors):
                 "alert": "ColocateOnlineP99Regression",
                 "expr": f"({self.p99(s)} > {1 + s.slo.regression:g} * {self.baseline(s)})"
                         f" and on () ({self.training_pods_near(s)} > 0)",
-                "for": c.latency_for, "labels": {"severity": "warning", **labels},
+                "for": c.latency_for, "labels": {"severity": WARNING, **labels},
                 "annotations": {
                     "summary": f"P99 of {s.service} more than {share} above its baseline while training shares its nodes.",
                     "description": f"P99 of {s.namespace}/{s.service} is {{{{ $value | humanizeDuration }}}}, more than "
@@ -97,7 +98,7 @@ class LatencyGuard(Selectors):
             out.append({
                 "alert": "ColocateOnlineP99ObjectiveBreached",
                 "expr": f"{self.p99(s)} > {s.slo.objective_seconds:g}",
-                "for": c.latency_for, "labels": {"severity": "critical", **labels},
+                "for": c.latency_for, "labels": {"severity": CRITICAL, **labels},
                 "annotations": {
                     "summary": f"P99 of {s.service} above its {s.slo.objective_seconds * 1000:g} ms objective.",
                     "description": f"P99 of {s.namespace}/{s.service} is {{{{ $value | humanizeDuration }}}} for "
