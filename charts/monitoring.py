@@ -18,6 +18,9 @@ from colocate.charts._base import AppSpec, ColocateChart
 from colocate.constructs import dcgm_exporter as dcgm, kube_prometheus_stack as kps
 from colocate.constructs.argocd_application import helm_chart
 from colocate.constructs.mixin import tfjob_state
+from colocate.constructs.colocation_mixin import ColocationMixin
+from colocate.constructs.mixin.config import MixinConfig
+from colocate.constructs.mixin.routing import ReceiverSecret
 from colocate.constructs.node_pool import NodePool
 from colocate.model.names import KPS_CHART
 
@@ -43,6 +46,8 @@ def stack(cluster: Cluster, config: Config, pools: dict[str, NodePool]) -> kps.K
     """kube-prometheus-stack for this cluster: pinned to the monitoring pool, selecting our monitors."""
     m = config.monitoring
     monitoring = pools[cluster.monitoring_pool]
+    s = m.alertmanager_secret
+    receivers = ReceiverSecret(s.name, s.paging_url_key, s.chat_url_key, s.chat_token_key)
     return kps.KubePrometheusStack(kps.KubePrometheusStackProps(
         release=cluster.prometheus_release, namespace=cluster.monitoring_namespace,
         grafana_admin_secret=m.grafana_admin_secret, storage_class=config.shared_storage_class,
@@ -54,6 +59,9 @@ def stack(cluster: Cluster, config: Config, pools: dict[str, NodePool]) -> kps.K
         # It fires on training pods Pending for 15 minutes (preemption makes that normal);
         # the mixin's ColocatePodNotReady is the same alert minus the training namespace.
         disabled_default_rules=("KubePodNotReady",),
+        # Routed by the severities the mixin's alerts carry (constructs/mixin/routing.py).
+        alertmanager_config=ColocationMixin(MixinConfig.from_cluster(cluster)).alertmanager_config(receivers),
+        alertmanager_secrets=(s.name,),
     ))
 
 

@@ -29,10 +29,22 @@ class GitOps:
 
 
 @dataclass(frozen=True)
+class AlertmanagerSecret:
+    """The existing Secret with the Alertmanager receivers' credentials, and its keys."""
+
+    name: str
+    paging_url_key: str = "paging-url"
+    chat_url_key: str = "chat-url"
+    #: None: the chat webhook takes no token.
+    chat_token_key: str | None = "chat-token"
+
+
+@dataclass(frozen=True)
 class Monitoring:
     prometheus_chart_repo_url: str
     dcgm_chart_repo_url: str
     grafana_admin_secret: str
+    alertmanager_secret: AlertmanagerSecret
     retention: str
     storage_size: str
 
@@ -109,6 +121,11 @@ def validate(data: object, schema: dict, file: str) -> None:
         raise InputError(file, json_path(error.absolute_path), error.message + more)
 
 
+def _alertmanager_secret(data: dict) -> AlertmanagerSecret:
+    keys = {"pagingURLKey": "paging_url_key", "chatURLKey": "chat_url_key", "chatTokenKey": "chat_token_key"}
+    return AlertmanagerSecret(name=data["name"], **{field: data[key] for key, field in keys.items() if key in data})
+
+
 def default_path() -> Path:
     """colocate.yaml of the working repository (colocate.resources.repository)."""
     return repository() / CONFIG_NAME
@@ -151,6 +168,7 @@ def load(path: Path | None = None) -> Config:
             prometheus_chart_repo_url=data["monitoring"]["prometheusChartRepoURL"],
             dcgm_chart_repo_url=data["monitoring"]["dcgmChartRepoURL"],
             grafana_admin_secret=data["monitoring"]["grafanaAdminSecret"],
+            alertmanager_secret=_alertmanager_secret(data["monitoring"]["alertmanagerSecret"]),
             retention=data["monitoring"]["retention"],
             storage_size=data["monitoring"]["storageSize"],
         ),

@@ -2,8 +2,9 @@
 
 Like kubernetes-mixin: ``constructs/mixin/config.py`` configures every job selector, label name,
 threshold and namespace once (``MixinConfig``); ``rules.py``, ``alerts.py`` and
-``dashboards.py`` build from it; this class sums them. Consumers read ``alerts``,
-``recording_rules``, ``rule_groups``, ``dashboards`` and ``dcgm_fields()``.
+``dashboards.py`` and ``routing.py`` build from it; this class sums them. Consumers read
+``alerts``, ``recording_rules``, ``rule_groups``, ``dashboards``, ``dcgm_fields()`` and
+``alertmanager_config()``.
 """
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from colocate.constructs.grafana_dashboard import dashboard_json
 from colocate.constructs.mixin.alerts import Alerts
 from colocate.constructs.mixin.config import PARSE_VALUES, MixinConfig, metric_names
 from colocate.constructs.mixin.dashboards import Dashboards
+from colocate.constructs.mixin.routing import Routing
 from colocate.constructs.mixin.rules import RecordingRules
 from colocate.grafana import expand_variables, panel_queries
 
 
-class ColocationMixin(RecordingRules, Alerts, Dashboards):
-    """Alerts, recording rules and dashboards of the co-located cluster."""
+class ColocationMixin(RecordingRules, Alerts, Dashboards, Routing):
+    """Alerts, recording rules, dashboards and alert routing of the co-located cluster."""
 
     @property
     def rule_groups(self) -> list[dict[str, Any]]:

@@ -37,6 +37,9 @@ CHART_IMAGES = (
     "docker.io/curlimages/curl",
     "docker.io/library/busybox",
 )
+#: The Alertmanager the chart runs (``alertmanager.alertmanagerSpec.image.tag`` at 55.5.1);
+#: scripts/bootstrap builds amtool at the same version to check our config.
+ALERTMANAGER_VERSION = "v0.26.0"
 _PROMETHEUS_PORT = 9090
 #: The three monitor kinds Prometheus selects, by the prefix of their prometheusSpec keys.
 MONITOR_KINDS = {"ServiceMonitor": "serviceMonitor", "PodMonitor": "podMonitor", "PrometheusRule": "rule"}
@@ -135,6 +138,12 @@ class KubePrometheusStackProps:
     #: Default alerts of the chart to switch off (``defaultRules.disabled.<alert>``, chart
     #: 55.5.1) because a mixin alert replaces them. Default: none.
     disabled_default_rules: Sequence[str] = ()
+    #: Alertmanager's config (``alertmanager.config``), e.g. ``ColocationMixin.alertmanager_config``.
+    #: Default: the chart's, which sends every alert to a receiver that notifies nobody.
+    alertmanager_config: Mapping[str, Any] | None = None
+    #: Existing Secrets mounted into Alertmanager at ``/etc/alertmanager/secrets/<name>/``, for the
+    #: config's ``*_file`` fields. Default: none.
+    alertmanager_secrets: Sequence[str] = ()
     #: Chart version. Default 55.5.1.
     chart_version: str = CHART_VERSION
 
@@ -159,6 +168,8 @@ class KubePrometheusStack:
         check_dns_label(where, "release", p.release)
         check_dns_label(where, "namespace", p.namespace)
         check_dns_label(where, "grafana_admin_secret", p.grafana_admin_secret)
+        for i, secret in enumerate(p.alertmanager_secrets):
+            check_dns_label(where, f"alertmanager_secrets[{i}]", secret)
         check_required_labels(where, "monitor_labels", p.monitor_labels, "an empty selector makes Prometheus load "
                               "every rule and monitor in the cluster; give the release label, e.g. {'release': ...}")
         check_labels(where, "pool_labels", p.pool_labels)
@@ -231,6 +242,12 @@ class KubePrometheusStack:
             values["kube-state-metrics"]["customResourceState"] = {"enabled": True,
                                                                    "config": dict(p.ksm_custom_resource_state)}
             values["kube-state-metrics"]["rbac"] = {"extraRules": [dict(r) for r in p.ksm_rbac_rules]}
+        if p.alertmanager_config is not None:
+            values["alertmanager"]["config"] = dict(p.alertmanager_config)
+        if p.alertmanager_secrets:
+            # The operator mounts a missing Secret as a volume that never resolves: Alertmanager
+            # stays ContainerCreating until the Secret exists (docs/monitoring.md).
+            values["alertmanager"]["alertmanagerSpec"]["secrets"] = list(p.alertmanager_secrets)
         if p.disabled_default_rules:
             values["defaultRules"] = {"disabled": {name: True for name in p.disabled_default_rules}}
         if p.community_dashboards:

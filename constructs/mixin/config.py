@@ -135,6 +135,14 @@ class MixinConfig:
     dashboard_key: str = "colocation"
     #: How long a scrape target may be down before alerting.
     target_down_for: str = "5m"
+    #: Alertmanager sends one notification per group of these labels (routing.py): per alert and
+    #: namespace, and per scrape ``job`` (the chart's TargetDown fires once per job and service).
+    group_by: tuple[str, ...] = ("alertname", "namespace", "job")
+    #: Alertmanager's timings: wait before a new group's first notification, between updates of
+    #: a group, and before repeating an unchanged one. kube-prometheus-stack 55.5.1's defaults.
+    group_wait: str = "30s"
+    group_interval: str = "5m"
+    repeat_interval: str = "12h"
 
     #: Online services with a latency SLO (the guard's rules, alerts and dashboard rows).
     online_slos: tuple[ServiceSlo, ...] = ()

@@ -102,6 +102,13 @@ def test_chart_images_keep_their_upstream_names_for_the_nodes_mirror():
     assert "global" not in values()
 
 
+def test_alertmanager_keeps_the_chart_config_unless_given_one_and_mounts_the_secrets():
+    assert values()["alertmanager"] == {"alertmanagerSpec": values()["alertmanager"]["alertmanagerSpec"]}
+    config = {"route": {"receiver": "x"}, "receivers": [{"name": "x"}]}
+    alertmanager = values(alertmanager_config=config, alertmanager_secrets=("receivers",))["alertmanager"]
+    assert alertmanager["config"] == config and alertmanager["alertmanagerSpec"]["secrets"] == ["receivers"]
+
+
 @pytest.mark.parametrize("overrides, prop", [
     ({"monitor_labels": {}}, "monitor_labels"),
     ({"pool_labels": {}}, "pool_labels"),
@@ -110,6 +117,7 @@ def test_chart_images_keep_their_upstream_names_for_the_nodes_mirror():
     ({"release": "Prom"}, "release"),
     ({"community_dashboards": (CommunityDashboard("x", 1860, 0),)}, "community_dashboards[0].revision"),
     ({"ksm_custom_resource_state": {"spec": {"resources": []}}}, "ksm_rbac_rules"),
+    ({"alertmanager_secrets": ("receivers", "Receivers")}, "alertmanager_secrets[1]"),
 ])
 def test_bad_props_are_refused_naming_the_prop(overrides, prop):
     with pytest.raises(PropError) as err:

@@ -1,0 +1,198 @@
+"""Alert routing: the Alertmanager config in dist/, checked and routed by amtool itself.
+
+The config under test is what Alertmanager loads: the kube-prometheus-stack Application's
+``alertmanager.config`` from dist/, merged into the chart's default the way Helm merges values.
+amtool is bin/amtool, built by scripts/bootstrap at the Alertmanager version the chart runs.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from colocate import ROOT, config as config_mod
+from colocate.constructs import kube_prometheus_stack as kps
+from colocate.constructs.colocation_mixin import ColocationMixin
+from colocate.constructs.mixin.config import MixinConfig
+from colocate.constructs.mixin.routing import CHAT, NULL, PAGER, SECRETS_DIR, ReceiverSecret
+from colocate.errors import InputError, PropError
+from colocate.model import cluster as cluster_mod
+from colocate.model.names import CRITICAL, INFO, SEVERITIES, WARNING
+
+DIST = ROOT / "dist"
+AMTOOL = ROOT / "bin" / "amtool"
+INSTALL_HINT = (f"run `make bootstrap` (builds amtool into bin/ with go install "
+                f"github.com/prometheus/alertmanager/cmd/amtool@{kps.ALERTMANAGER_VERSION}; Debian's 0.25 "
+                "rejects url_file)")
+CHART_DEFAULT = ROOT / "tests" / "fixtures" / "alertmanager" / "kps-55.5.1-default-config.yaml"
+APPLICATION = DIST / "apps" / "argocd" / "application.argocd.kube-prometheus-stack.yaml"
+
+
+def helm_merge(chart: dict, user: dict) -> dict:
+    """``user`` over ``chart`` as Helm 3 coalesces values (pkg/chartutil/coalesce.go): maps are
+    merged key by key, anything else (lists included) is replaced, null deletes the key."""
+    out = copy.deepcopy(chart)
+    for key, value in user.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = helm_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _values() -> dict:
+    return yaml.safe_load(APPLICATION.read_text())["spec"]["source"]["helm"]["valuesObject"]
+
+
+def _shipped_config() -> dict:
+    return _values()["alertmanager"]["config"]
+
+
+def _effective_config() -> dict:
+    return helm_merge(yaml.safe_load(CHART_DEFAULT.read_text()), _shipped_config())
+
+
+def _amtool(*args: str) -> subprocess.CompletedProcess:
+    if not AMTOOL.is_file():
+        pytest.fail(f"bin/amtool is missing: {INSTALL_HINT}")
+    return subprocess.run([str(AMTOOL), *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def config_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("alertmanager") / "alertmanager.yaml"
+    path.write_text(yaml.safe_dump(_effective_config(), sort_keys=False))
+    return path
+
+
+def _routes_to(config_file: Path, labels: dict[str, str]) -> str:
+    proc = _amtool("config", "routes", "test", f"--config.file={config_file}",
+                   *(f"{k}={v}" for k, v in sorted(labels.items())))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout.strip()
+
+
+def test_amtool_is_the_alertmanager_version_the_chart_runs():
+    assert re.search(rf'^AMTOOL_VERSION={re.escape(kps.ALERTMANAGER_VERSION)}$',
+                     (ROOT / "scripts" / "bootstrap").read_text(), re.M)
+    if not AMTOOL.is_file():
+        pytest.fail(f"bin/amtool is missing: {INSTALL_HINT}")
+    built = subprocess.run(["go", "version", "-m", str(AMTOOL)], capture_output=True, text=True).stdout
+    assert re.search(rf"\bmod\s+github\.com/prometheus/alertmanager\s+{re.escape(kps.ALERTMANAGER_VERSION)}\b", built)
+
+
+def test_helm_merge_with_the_chart_default_changes_nothing():
+    # Every key the chart's default config sets, ours sets too: Alertmanager loads exactly ours.
+    assert _effective_config() == _shipped_config()
+
+
+def test_amtool_check_config_passes(config_file):
+    proc = _amtool("check-config", str(config_file))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "SUCCESS" in proc.stdout and " - 4 inhibit rules" in proc.stdout and " - 3 receivers" in proc.stdout
+
+
+def test_amtool_check_config_rejects_a_broken_route(tmp_path):
+    # Proves the check reads what we wrote: a route to a receiver that does not exist fails.
+    broken = _effective_config()
+    broken["route"]["routes"][1]["receiver"] = "nobody"
+    path = tmp_path / "alertmanager.yaml"
+    path.write_text(yaml.safe_dump(broken))
+    proc = _amtool("check-config", str(path))
+    assert proc.returncode != 0 and 'undefined receiver "nobody"' in proc.stdout
+
+
+@pytest.mark.parametrize("severity, receiver", [(CRITICAL, PAGER), (WARNING, CHAT), (INFO, NULL), ("none", NULL)])
+def test_each_severity_reaches_its_receiver(config_file, severity, receiver):
+    labels = {"alertname": "KubeAPIDown", "namespace": "monitoring", "severity": severity}
+    assert _routes_to(config_file, labels) == receiver
+
+
+def test_watchdog_goes_nowhere_whatever_its_severity(config_file):
+    assert _routes_to(config_file, {"alertname": "Watchdog", "severity": CRITICAL}) == NULL
+
+
+def test_every_mixin_alert_reaches_the_receiver_of_its_severity(config_file):
+    mixin = ColocationMixin(MixinConfig.from_cluster(cluster_mod.reference(config_mod.load())))
+    expected = {CRITICAL: PAGER, WARNING: CHAT}
+    assert mixin.alerts
+    for alert in mixin.alerts:
+        labels = {"alertname": alert["alert"], "namespace": "training", **alert["labels"]}
+        assert _routes_to(config_file, labels) == expected.get(labels["severity"], NULL), alert["alert"]
+
+
+def test_a_critical_alert_inhibits_the_warnings_of_the_same_alert_and_namespace():
+    rules = _shipped_config()["inhibit_rules"]
+    critical = [r for r in rules if r.get("source_matchers") == [f'severity = "{CRITICAL}"']]
+    assert len(critical) == 1
+    rule = critical[0]
+    assert rule["target_matchers"] == [f'severity =~ "{WARNING}|{INFO}"']
+    assert sorted(rule["equal"]) == ["alertname", "namespace"]
+    # Each severity mutes the lower ones (the chart's default), so none is left out of the order.
+    assert [r["source_matchers"][0] for r in rules[:len(SEVERITIES) - 1]] == [
+        f'severity = "{s}"' for s in SEVERITIES[:-1]]
+
+
+def test_receiver_credentials_are_files_of_the_mounted_secret_never_values():
+    values = _values()
+    secrets = values["alertmanager"]["alertmanagerSpec"]["secrets"]
+    name = config_mod.load().monitoring.alertmanager_secret.name
+    assert secrets == [name]
+    text = yaml.safe_dump(values["alertmanager"]["config"])
+    assert not re.search(r"^\s*(url|credentials|api_url|routing_key|token):", text, re.M)
+    files = re.findall(r"_file: (\S+)", text)
+    assert len(files) == 3
+    assert all(f.startswith(f"{SECRETS_DIR}/{name}/") for f in files), files
+
+
+def test_chat_without_a_token_sends_no_authorization():
+    mixin = ColocationMixin(MixinConfig.from_cluster(cluster_mod.reference(config_mod.load())))
+    config = mixin.alertmanager_config(ReceiverSecret("am", chat_token_key=None))
+    chat = next(r for r in config["receivers"] if r["name"] == CHAT)["webhook_configs"][0]
+    assert chat == {"url_file": f"{SECRETS_DIR}/am/chat-url", "send_resolved": True}
+
+
+@pytest.mark.parametrize("secret, prop", [
+    (ReceiverSecret("Receivers"), "name"),
+    (ReceiverSecret("am", paging_url_key="a/b"), "paging_url_key"),
+    (ReceiverSecret("am", chat_token_key=""), "chat_token_key"),
+    (ReceiverSecret("am", chat_url_key="paging-url"), "chat_url_key"),
+])
+def test_a_bad_receiver_secret_is_refused_naming_the_prop(secret, prop):
+    mixin = ColocationMixin(MixinConfig.from_cluster(cluster_mod.reference(config_mod.load())))
+    with pytest.raises(PropError) as err:
+        mixin.alertmanager_config(secret)
+    assert err.value.prop == prop
+
+
+def test_colocate_yaml_requires_the_secret_and_takes_a_null_token(tmp_path):
+    data = yaml.safe_load(config_mod.default_path().read_text())
+    data["monitoring"]["alertmanagerSecret"] = {"name": "am", "chatTokenKey": None}
+    path = tmp_path / "colocate.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert config_mod.load(path).monitoring.alertmanager_secret == config_mod.AlertmanagerSecret(
+        "am", "paging-url", "chat-url", None)
+    del data["monitoring"]["alertmanagerSecret"]
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(InputError, match="alertmanagerSecret"):
+        config_mod.load(path)
+
+
+def test_the_secret_name_comes_from_colocate_yaml():
+    from colocate import app
+
+    config = config_mod.load()
+    renamed = dataclasses.replace(config, monitoring=dataclasses.replace(
+        config.monitoring, alertmanager_secret=config_mod.AlertmanagerSecret("team-receivers")))
+    rendered = app.render_files(app.build(renamed))
+    values = yaml.safe_load(rendered["apps/argocd/application.argocd.kube-prometheus-stack.yaml"])
+    alertmanager = values["spec"]["source"]["helm"]["valuesObject"]["alertmanager"]
+    assert alertmanager["alertmanagerSpec"]["secrets"] == ["team-receivers"]
+    assert f"{SECRETS_DIR}/team-receivers/paging-url" in yaml.safe_dump(alertmanager["config"])
