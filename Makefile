@@ -19,7 +19,7 @@ ARGS ?=
 .PHONY: help bootstrap synth test check cdk8s-synth bench
 
 help:
-	@echo 'make bootstrap    install .venv, node_modules, bin/kubeconform, promtool/prometheus'
+	@echo 'make bootstrap    install .venv, node_modules, bin/ (kubeconform, actionlint, amtool, alertmanager), promtool/prometheus'
 	@echo 'make synth        regenerate dist/ (colocate synth)'
 	@echo 'make test         run the test suite (pytest)'
 	@echo 'make check        policy + schema checks on dist/'

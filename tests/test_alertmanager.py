@@ -1,15 +1,22 @@
-"""Alert routing: the Alertmanager config in dist/, checked and routed by amtool itself.
+"""Alert routing: the Alertmanager config in dist/, checked and routed by amtool itself, and
+run by a real Alertmanager that posts to local webhooks.
 
 The config under test is what Alertmanager loads: the kube-prometheus-stack Application's
 ``alertmanager.config`` from dist/, merged into the chart's default the way Helm merges values.
-amtool is bin/amtool, built by scripts/bootstrap at the Alertmanager version the chart runs.
+bin/amtool and bin/alertmanager are built by scripts/bootstrap at the version the chart runs.
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
+import http.server
+import json
 import re
+import socket
 import subprocess
+import threading
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -26,8 +33,9 @@ from colocate.model.names import CRITICAL, INFO, SEVERITIES, WARNING
 
 DIST = ROOT / "dist"
 AMTOOL = ROOT / "bin" / "amtool"
-INSTALL_HINT = (f"run `make bootstrap` (builds amtool into bin/ with go install "
-                f"github.com/prometheus/alertmanager/cmd/amtool@{kps.ALERTMANAGER_VERSION}; Debian's 0.25 "
+ALERTMANAGER = ROOT / "bin" / "alertmanager"
+INSTALL_HINT = (f"run `make bootstrap` (builds amtool and alertmanager into bin/ with go install "
+                f"github.com/prometheus/alertmanager/cmd/...@{kps.ALERTMANAGER_VERSION}; Debian's 0.25 "
                 "rejects url_file)")
 CHART_DEFAULT = ROOT / "tests" / "fixtures" / "alertmanager" / "kps-55.5.1-default-config.yaml"
 APPLICATION = DIST / "apps" / "argocd" / "application.argocd.kube-prometheus-stack.yaml"
@@ -79,12 +87,13 @@ def _routes_to(config_file: Path, labels: dict[str, str]) -> str:
     return proc.stdout.strip()
 
 
-def test_amtool_is_the_alertmanager_version_the_chart_runs():
-    assert re.search(rf'^AMTOOL_VERSION={re.escape(kps.ALERTMANAGER_VERSION)}$',
+@pytest.mark.parametrize("tool", [AMTOOL, ALERTMANAGER], ids=lambda t: t.name)
+def test_the_tools_are_the_alertmanager_version_the_chart_runs(tool):
+    assert re.search(rf'^ALERTMANAGER_VERSION={re.escape(kps.ALERTMANAGER_VERSION)}$',
                      (ROOT / "scripts" / "bootstrap").read_text(), re.M)
-    if not AMTOOL.is_file():
-        pytest.fail(f"bin/amtool is missing: {INSTALL_HINT}")
-    built = subprocess.run(["go", "version", "-m", str(AMTOOL)], capture_output=True, text=True).stdout
+    if not tool.is_file():
+        pytest.fail(f"bin/{tool.name} is missing: {INSTALL_HINT}")
+    built = subprocess.run(["go", "version", "-m", str(tool)], capture_output=True, text=True).stdout
     assert re.search(rf"\bmod\s+github\.com/prometheus/alertmanager\s+{re.escape(kps.ALERTMANAGER_VERSION)}\b", built)
 
 
@@ -196,3 +205,94 @@ def test_the_secret_name_comes_from_colocate_yaml():
     alertmanager = values["spec"]["source"]["helm"]["valuesObject"]["alertmanager"]
     assert alertmanager["alertmanagerSpec"]["secrets"] == ["team-receivers"]
     assert f"{SECRETS_DIR}/team-receivers/paging-url" in yaml.safe_dump(alertmanager["config"])
+
+
+class _Webhooks(http.server.ThreadingHTTPServer):
+    """Records every POST: (path, Authorization header, alerts as (alertname, severity))."""
+
+    def __init__(self):
+        self.received: list[tuple[str, str | None, list[tuple[str, str]]]] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(handler):
+                body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
+                alerts = [(a["labels"]["alertname"], a["labels"]["severity"]) for a in body["alerts"]]
+                self.received.append((handler.path, handler.headers.get("Authorization"), alerts))
+                handler.send_response(200)
+                handler.end_headers()
+
+            def log_message(handler, *args):
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_real_alertmanager_pages_the_critical_and_mutes_its_warning(tmp_path):
+    """The shipped config in Alertmanager itself: URLs and token read from the Secret's files
+    (here a temporary folder in place of the mount), the critical alert posted to the pager,
+    the warning of the same alert and namespace inhibited, another warning posted to chat."""
+    if not ALERTMANAGER.is_file():
+        pytest.fail(f"bin/alertmanager is missing: {INSTALL_HINT}")
+    secret = config_mod.load().monitoring.alertmanager_secret
+    hooks = _Webhooks()
+    threading.Thread(target=hooks.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{hooks.server_address[1]}"
+    mount = tmp_path / "secret"
+    mount.mkdir()
+    # Trailing newlines as an editor would leave them: Alertmanager trims both files.
+    (mount / secret.paging_url_key).write_text(f"{base}/pager\n")
+    (mount / secret.chat_url_key).write_text(f"{base}/chat\n")
+    (mount / secret.chat_token_key).write_text("t0ken\n")
+    config = _effective_config()
+    # Only the waits shrink, so the test takes seconds.
+    config["route"].update(group_wait="1s", group_interval="1s")
+    text = yaml.safe_dump(config).replace(f"{SECRETS_DIR}/{secret.name}", str(mount))
+    (tmp_path / "alertmanager.yaml").write_text(text)
+    port = _free_port()
+    log = (tmp_path / "alertmanager.log").open("w")
+    proc = subprocess.Popen([str(ALERTMANAGER), f"--config.file={tmp_path / 'alertmanager.yaml'}",
+                             f"--storage.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
+                             "--cluster.listen-address="], stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"alertmanager did not become ready: {(tmp_path / 'alertmanager.log').read_text()[-2000:]}")
+            time.sleep(0.1)
+        alerts = [{"labels": {"alertname": name, "namespace": "training", "severity": severity}}
+                  for name, severity in [("ColocateNodeCPUHigh", CRITICAL), ("ColocateNodeCPUHigh", WARNING),
+                                         ("ColocateTrainingPodPending", WARNING)]]
+        request = urllib.request.Request(f"{url}/api/v2/alerts", data=json.dumps(alerts).encode(),
+                                         headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            assert resp.status == 200
+        deadline = time.monotonic() + 20
+        while len(hooks.received) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2)  # a muted warning, had it been sent, would arrive with the next flush
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        hooks.shutdown()
+    assert sorted(hooks.received) == [
+        ("/chat", "Bearer t0ken", [("ColocateTrainingPodPending", WARNING)]),
+        ("/pager", None, [("ColocateNodeCPUHigh", CRITICAL)]),
+    ], (tmp_path / "alertmanager.log").read_text()[-2000:]
