@@ -73,12 +73,17 @@ class Context:
     offline_namespaces: set[str]
     #: Oldest Argo CD (major, minor) that syncs the manifests (colocate.yaml).
     min_argocd_version: tuple[int, int] = (0, 0)
+    #: Harbor, and the upstream registries the nodes' containerd redirects to its proxy-cache
+    #: projects (colocate.yaml registry.host, registry.proxyCacheProjects); "" = not known.
+    registry_host: str = ""
+    proxied_registries: frozenset[str] = frozenset()
 
     @property
     def values(self) -> dict[str, str]:
         """Placeholders rule files may use."""
         c = self.cluster
         return {"online_priority": c.tier("online").name, "offline_priority": c.tier("offline").name,
+                "registry_host": self.registry_host, "proxied_registries": ", ".join(sorted(self.proxied_registries)),
                 "online_taint_key": c.online_taint.key, "tier_label": TIER_LABEL,
                 "offline_namespaces": ", ".join(sorted(self.offline_namespaces))}
 
@@ -174,14 +179,15 @@ def _check_function(name: str, where: str = "") -> Callable:
     return check
 
 
-def _context(cluster: Cluster, docs: list[Doc], min_argocd_version: tuple[int, int] = (0, 0)) -> Context:
+def _context(cluster: Cluster, docs: list[Doc], min_argocd_version: tuple[int, int] = (0, 0),
+             registry_host: str = "", proxied_registries: Iterable[str] = ()) -> Context:
     online = {cluster.online_namespace}
     offline = {cluster.training_namespace}
     for doc in docs:
         if doc.kind == "Namespace":
             tier = (doc.metadata.get("labels") or {}).get(TIER_LABEL)
             {"online": online, "offline": offline}.get(tier, set()).add(doc.name)
-    return Context(cluster, online, offline, min_argocd_version)
+    return Context(cluster, online, offline, min_argocd_version, registry_host, frozenset(proxied_registries))
 
 
 _REQUIRED = re.compile(r"^'([^']+)' is a required property")
@@ -248,7 +254,8 @@ def check(paths: list[Path], config_path: Path | None = None) -> CheckResult:
         if not docs:
             raise InputError(", ".join(map(str, paths)), "", "no Kubernetes objects found")
         rules = load_rules()
-        index = Index(docs, _context(reference(config), docs, config.gitops.min_argocd_version))
+        index = Index(docs, _context(reference(config), docs, config.gitops.min_argocd_version,
+                                        config.registry_host, config.registry_proxy_projects))
         rule_findings = evaluate(rules, index)
         schema_result = kubeconform.wait(validation)
     finally:

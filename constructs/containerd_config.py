@@ -43,8 +43,8 @@ class ContainerdConfigProps:
     registry_host: str
     #: Harbor proxy-cache project per upstream registry (``quay.io`` -> ``quay``).
     proxy_projects: Mapping[str, str]
-    #: Every upstream image the cluster deploys, by its upstream name; their registries get a
-    #: hosts.toml each, and each needs a proxy-cache project.
+    #: Every upstream image the cluster deploys, by its upstream name; each one's registry needs
+    #: a proxy-cache project.
     upstream_images: tuple[str, ...]
     #: The pod sandbox image, as the cluster pulls it (``<harbor>/k8s/pause:3.9``).
     sandbox_image: str
@@ -77,7 +77,9 @@ class ContainerdConfig(Construct):
 
     @property
     def upstream_registries(self) -> tuple[str, ...]:
-        return tuple(sorted({ImageRef.parse(i).host for i in self.props.upstream_images}))
+        """Every registry with a proxy-cache project gets a hosts.toml, used by our images or not,
+        so a hand-written manifest may pull from any of them (rule COL009 relies on it)."""
+        return tuple(sorted(self.props.proxy_projects))
 
     @staticmethod
     def _hosts_path(registry: str) -> str:

@@ -9,7 +9,7 @@ from typing import Iterator
 
 from colocate import quantity
 from colocate.checker import Index, Rule, Violation
-from colocate.model.scheduling import node_selected
+from colocate.model.scheduling import ImageRef, node_selected
 from colocate.model.names import BUILTIN_PRIORITY_CLASSES, MAX_USER_PRIORITY, MIN_GAP_FACTOR
 from colocate.manifests import PodSpec, containers
 
@@ -109,3 +109,19 @@ def pod_priority(index: Index, rule: Rule) -> Iterator[Violation]:
             yield Violation(pod.doc, field, f"not set: the pod runs at priority 0, below {offline.name}")
         elif pod.doc.namespace not in low_allowed and values.get(name, offline.value + 1) <= offline.value:
             yield Violation(pod.doc, field, f"{name} ({values[name]}) is not above {offline.name} ({offline.value})")
+
+
+def image_from_mirror(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Every container image comes from Harbor or from a registry the nodes redirect to one of
+    Harbor's proxy-cache projects; the nodes reach no other registry."""
+    ctx = index.ctx
+    if not ctx.registry_host:
+        return
+    for pod in index.pods():
+        for path, container in containers(pod):
+            image = container.get("image")
+            if not isinstance(image, str) or not image:
+                continue
+            host = ImageRef.parse(image).host
+            if host != ctx.registry_host and host not in ctx.proxied_registries:
+                yield Violation(pod.doc, f"{path}.image", f"{image} is pulled from {host}")

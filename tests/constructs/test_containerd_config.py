@@ -22,9 +22,15 @@ def files(**overrides) -> dict[str, dict]:
     return {path: tomllib.loads(text) for path, text in config.files.items()}
 
 
-def test_one_hosts_file_per_upstream_registry_of_the_images_and_one_for_harbor():
+def test_one_hosts_file_per_proxied_registry_and_one_for_harbor():
     assert sorted(files()) == ["certs.d/docker.io/hosts.toml", "certs.d/harbor.example.com/hosts.toml",
                                "certs.d/quay.io/hosts.toml", "certs.d/registry.k8s.io/hosts.toml", "conf.d/colocate.toml"]
+
+
+def test_a_proxied_registry_none_of_our_images_use_is_redirected_too():
+    """So a hand-written manifest may pull from it (rule COL009 counts it as served)."""
+    got = files(proxy_projects={**PROJECTS, "ghcr.io": "ghcr"})
+    assert "certs.d/ghcr.io/hosts.toml" in got
 
 
 def test_harbor_is_trusted_through_its_ca_and_only_pulled_from():
