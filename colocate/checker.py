@@ -21,7 +21,9 @@ from colocate import config as config_mod, kubeconform, manifests
 from colocate.model.cluster import Cluster, reference
 from colocate.model.names import TIER_LABEL
 from colocate.errors import ColocateError, InputError
-from colocate.resources import data_path
+from colocate.resources import data_path, repository
+from colocate.model import pool_facts
+from colocate.model.pool_facts import PoolFacts
 from colocate.manifests import Doc, PodSpec
 
 RULES_DIR = data_path("colocate.policies", "rules")
@@ -77,6 +79,10 @@ class Context:
     #: projects (colocate.yaml registry.host, registry.proxyCacheProjects); "" = not known.
     registry_host: str = ""
     proxied_registries: frozenset[str] = frozenset()
+    #: The node pools, from NodePool descriptions (dist/nodes/ or --cluster); () = not known.
+    pools: tuple[PoolFacts, ...] = ()
+    #: Where they were read from, for messages.
+    pools_source: str = ""
 
     @property
     def values(self) -> dict[str, str]:
@@ -240,7 +246,24 @@ def _schema_result_findings(result: kubeconform.Result, docs: list[Doc]) -> list
     return findings
 
 
-def check(paths: list[Path], config_path: Path | None = None) -> CheckResult:
+def cluster_pools(docs: list[Doc], cluster: Path | None) -> tuple[tuple[PoolFacts, ...], str]:
+    """The node pools the capacity rules judge against: the NodePool descriptions among the
+    checked objects, else those under ``cluster``, else those in the repository's dist/nodes/."""
+    described = [(d.file, d.obj) for d in docs if d.kind == pool_facts.KIND]
+    source = "the checked files"
+    if not described:
+        where = cluster or repository() / "dist" / "nodes"
+        if cluster is None and not where.is_dir():
+            return (), ""
+        described = [(d.file, d.obj) for d in manifests.load([where]) if d.kind == pool_facts.KIND]
+        if not described:
+            raise InputError(str(where), "", "no NodePool description found; synth writes them to "
+                             "dist/nodes/<pool>/nodepool.<pool>.yaml")
+        source = str(where)
+    return pool_facts.from_documents(described), source
+
+
+def check(paths: list[Path], config_path: Path | None = None, cluster: Path | None = None) -> CheckResult:
     """Validate manifests. Raises ColocateError for unusable input (exit 2)."""
     config = config_mod.load(config_path) if config_path else config_mod.load()
     manifests.files(paths)  # an unknown path is bad input before any tool starts
@@ -254,8 +277,10 @@ def check(paths: list[Path], config_path: Path | None = None) -> CheckResult:
         if not docs:
             raise InputError(", ".join(map(str, paths)), "", "no Kubernetes objects found")
         rules = load_rules()
-        index = Index(docs, _context(reference(config), docs, config.gitops.min_argocd_version,
-                                        config.registry_host, config.registry_proxy_projects))
+        ctx = _context(reference(config), docs, config.gitops.min_argocd_version,
+                       config.registry_host, config.registry_proxy_projects)
+        ctx.pools, ctx.pools_source = cluster_pools(docs, cluster)
+        index = Index(docs, ctx)
         rule_findings = evaluate(rules, index)
         schema_result = kubeconform.wait(validation)
     finally:

@@ -45,7 +45,8 @@ def _check(args: argparse.Namespace) -> int:
     from colocate import checker, report
 
     result = checker.check([Path(p) for p in args.paths or ["dist"]],
-                           Path(args.config) if args.config else None)
+                           Path(args.config) if args.config else None,
+                           Path(args.cluster) if args.cluster else None)
     out = report.to_json(result) if args.format == "json" else report.to_text(result)
     sys.stdout.write(out)
     return EXIT_FINDINGS if result.errors else EXIT_OK
@@ -127,6 +128,8 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="validate manifests with kubeconform and the policy rules")
     c.add_argument("paths", nargs="*", help="files or folders (default: dist/)")
     c.add_argument("--format", choices=("text", "json"), default="text")
+    c.add_argument("--cluster", help="file or folder of NodePool descriptions the capacity rules judge against "
+                                     "(default: those among the checked files, else the repository's dist/nodes/)")
     c.set_defaults(func=_check)
     d = sub.add_parser("diff", help="what a change to dist/ does to the cluster, per Argo CD Application",
                        description="Compare dist/ at two git revisions: objects added, removed and changed, "

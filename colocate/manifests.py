@@ -11,7 +11,7 @@ from colocate.errors import InputError
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 #: Files colocate writes for tools other than the API server: no metadata, never applied.
-NON_API_KINDS = frozenset({"DistIndex", "KubeletConfiguration", "JoinConfiguration"})
+NON_API_KINDS = frozenset({"DistIndex", "KubeletConfiguration", "JoinConfiguration", "NodePool"})
 #: Cluster-scoped kinds; every other API kind is namespaced.
 CLUSTER_SCOPED_KINDS = frozenset({
     "Namespace", "Node", "PersistentVolume", "PriorityClass", "StorageClass", "CSIDriver", "CSINode",

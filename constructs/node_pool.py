@@ -10,6 +10,7 @@ from constructs import Construct
 
 from colocate import quantity
 from colocate.constructs._k8s import emit
+from colocate.model import pool_facts
 from colocate.model.pools import PATCHES_DIR, NodePoolProps, Resources
 
 class NodePool(Construct):
@@ -24,6 +25,8 @@ class NodePool(Construct):
         self.allocatable = props.allocatable
         emit(self, "kubelet", self._kubelet_configuration())
         emit(self, "join", self._join_configuration())
+        # What `colocate check` knows of the pool (capacity rules), read back from dist/.
+        emit(self, "description", pool_facts.describe(props))
 
     @property
     def name(self) -> str:

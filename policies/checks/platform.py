@@ -9,9 +9,9 @@ from typing import Iterator
 
 from colocate import quantity
 from colocate.checker import Index, Rule, Violation
-from colocate.model.scheduling import ImageRef, node_selected
+from colocate.model.scheduling import ImageRef
 from colocate.model.names import BUILTIN_PRIORITY_CLASSES, MAX_USER_PRIORITY, MIN_GAP_FACTOR
-from colocate.manifests import PodSpec, containers
+from colocate.manifests import containers
 
 
 def priority_gap(index: Index, rule: Rule) -> Iterator[Violation]:
@@ -43,27 +43,10 @@ def online_guaranteed(index: Index, rule: Rule) -> Iterator[Violation]:
                                     f"request {request} != limit {limit}")
 
 
-def _pools_for(index: Index, pod: PodSpec) -> list:
-    """The cluster's pools this pod can land on: its nodeSelector and required node affinity
-    match and it tolerates the taints."""
-    tolerations = pod.spec.get("tolerations") or []
-
-    def tolerated(taint) -> bool:
-        return any((t.get("operator") == "Exists" and not t.get("key")) or
-                   (t.get("key") == taint.key and (t.get("operator") == "Exists" or t.get("value", "") == taint.value)
-                    and t.get("effect") in (None, "", taint.effect)) for t in tolerations)
-
-    pools = []
-    for pool in index.ctx.cluster.pools:
-        if node_selected(pod.spec, pool.node_labels) and all(tolerated(t) for t in pool.taints):
-            pools.append(pool)
-    return pools
-
-
 def online_integer_cpu(index: Index, rule: Rule) -> Iterator[Violation]:
     """Online pods that can land on a static-CPU-manager pool need whole-core CPU."""
     for pod in index.pods("online"):
-        static = [p.name for p in _pools_for(index, pod) if p.kubelet.cpu_manager_policy == "static"]
+        static = [p.name for p in index.ctx.pools if p.static_cpu and p.admits(pod.spec)]
         if not static:
             continue
         for path, container in containers(pod):

@@ -42,7 +42,7 @@ def test_kubelet_configuration_writes_every_eviction_signal():
     chart = cdk8s.Testing.chart()
     NodePool(chart, "pool", NodePoolProps(name="p", nodes=1, cpu="8", memory="32Gi",
                                           kubelet=KubeletReservations(eviction_hard={"memory.available": "1Gi"})))
-    kubelet, join = cdk8s.Testing.synth(chart)
+    kubelet, join, _description = cdk8s.Testing.synth(chart)
     assert kubelet["kind"] == "KubeletConfiguration" and "metadata" not in kubelet
     assert set(kubelet["evictionHard"]) == {"memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available"}
     assert kubelet["evictionHard"]["memory.available"] == "1Gi"
@@ -72,3 +72,14 @@ def test_bad_props_are_refused_naming_the_prop(overrides, prop):
     with pytest.raises(PropError) as err:
         pool(**overrides)
     assert err.value.prop == prop
+
+
+def test_a_pool_describes_itself_for_the_checker():
+    chart = cdk8s.Testing.chart()
+    NodePool(chart, "pool", NodePoolProps(name="p", nodes=3, cpu="8", memory="32Gi", gpus=1, labels={"role": "p"},
+                                          kubelet=KubeletReservations(system_reserved={"cpu": "1", "memory": "2Gi"})))
+    description = cdk8s.Testing.synth(chart)[2]
+    assert description["kind"] == "NodePool" and description["metadata"] == {"name": "p"}
+    assert description["spec"]["nodes"] == 3
+    assert description["spec"]["allocatable"]["cpu"] == "7" and description["spec"]["allocatable"]["nvidia.com/gpu"] == "1"
+    assert description["spec"]["labels"] == {"colocate.io/pool": "p", "role": "p"}

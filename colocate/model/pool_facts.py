@@ -1,0 +1,89 @@
+"""What a scheduler decision needs to know about a node pool, as the checker reads it: from the
+``NodePool`` descriptions synth writes to ``dist/nodes/<pool>/nodepool.yaml`` (or any file of
+them given with ``--cluster``), never from the generator. Plain data, no cdk8s."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from colocate import quantity
+from colocate.errors import InputError
+from colocate.model.names import GPU
+from colocate.model.pools import NodePoolProps, Resources, Taint
+from colocate.model.scheduling import node_selected
+
+API_VERSION, KIND = "colocate.io/v1alpha1", "NodePool"
+
+
+@dataclass(frozen=True)
+class PoolFacts:
+    name: str
+    nodes: int
+    #: Per node, after the kubelet's reservations and hard-eviction threshold.
+    allocatable: Resources
+    #: Every label its nodes carry (the pool label included).
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    static_cpu: bool
+
+    @property
+    def total(self) -> Resources:
+        return self.allocatable.times(self.nodes)
+
+    def admits(self, spec: Mapping[str, Any]) -> bool:
+        """The pod's nodeSelector and required node affinity accept these nodes and its
+        tolerations cover their NoSchedule/NoExecute taints (what the scheduler's filters check)."""
+        tolerations = spec.get("tolerations") or []
+        return node_selected(spec, self.labels) and all(
+            tolerated(tolerations, t) for t in self.taints if t.effect != "PreferNoSchedule")
+
+
+def tolerated(tolerations: Iterable[Mapping[str, Any]], taint: Taint) -> bool:
+    """A toleration matches the taint (k8s.io/api core/v1 toleration.go ToleratesTaint): empty key
+    with Exists matches everything; else same key, Exists or Equal with the same value, and an
+    empty effect or the same effect."""
+    for t in tolerations:
+        if t.get("effect") not in (None, "", taint.effect):
+            continue
+        operator = t.get("operator") or "Equal"
+        if not t.get("key") and operator == "Exists":
+            return True
+        if t.get("key") == taint.key and (operator == "Exists" or (t.get("value") or "") == taint.value):
+            return True
+    return False
+
+
+def describe(pool: NodePoolProps) -> dict[str, Any]:
+    """The ``NodePool`` document synth writes for a pool."""
+    a = pool.allocatable
+    allocatable = {"cpu": quantity.format_cpu(a.cpu_milli), "memory": quantity.format_bytes(a.memory_bytes)}
+    if a.gpus:
+        allocatable[GPU] = str(a.gpus)
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": pool.name},
+            "spec": {"nodes": pool.nodes, "allocatable": allocatable, "labels": dict(sorted(pool.node_labels.items())),
+                     "taints": [t.to_kube() for t in pool.taints],
+                     "cpuManagerPolicy": pool.kubelet.cpu_manager_policy}}
+
+
+def from_documents(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[PoolFacts, ...]:
+    """PoolFacts from (file, NodePool document) pairs; a malformed one is bad input naming the file."""
+    out = []
+    for file, doc in docs:
+        spec = doc.get("spec") or {}
+        name = (doc.get("metadata") or {}).get("name")
+        try:
+            alloc = spec["allocatable"]
+            out.append(PoolFacts(
+                name=str(name), nodes=int(spec["nodes"]),
+                allocatable=Resources(quantity.millicores(alloc["cpu"]), quantity.to_bytes(alloc["memory"]),
+                                      int(quantity.parse(alloc.get(GPU, 0)))),
+                labels=dict(spec.get("labels") or {}),
+                taints=tuple(Taint(t["key"], t.get("value", ""), t.get("effect", "NoSchedule")) for t in spec.get("taints") or []),
+                static_cpu=spec.get("cpuManagerPolicy") == "static"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(file, f"NodePool/{name}", f"not a NodePool description ({exc}); synth writes them to "
+                             "dist/nodes/<pool>/nodepool.yaml") from None
+    names = [p.name for p in out]
+    if len(set(names)) != len(names):
+        raise InputError(", ".join(sorted({f for f, _ in docs})), "", f"a NodePool is described twice: {names}")
+    return tuple(sorted(out, key=lambda p: p.name))

@@ -1,0 +1,177 @@
+"""Capacity and scheduling, decided from the files: does a pod fit a node of a pool that admits
+it, do a namespace's pods fit its ResourceQuota and LimitRange, can the training jobs' GPUs all be
+had at once. Pools come from the NodePool descriptions (Context.pools), never from the generator."""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Callable, Iterator
+
+from colocate import quantity
+from colocate.checker import Index, Rule, Violation
+from colocate.manifests import PodSpec, containers, pod_specs
+from colocate.model.names import GPU
+from colocate.model.pool_facts import PoolFacts, tolerated
+from colocate.model.pools import Resources
+from colocate.model.scheduling import node_selected
+from colocate.review.capacity import pod_resources, replicas
+
+#: (name, accessor, printer) per resource a pod can lack.
+_RESOURCES: tuple[tuple[str, Callable[[Resources], int], Callable[[int], str]], ...] = (
+    ("cpu", lambda r: r.cpu_milli, quantity.format_cpu),
+    ("memory", lambda r: r.memory_bytes, quantity.format_bytes),
+    (GPU, lambda r: r.gpus, str),
+)
+
+
+def _why_not(pool: PoolFacts, pod: PodSpec) -> str:
+    if not node_selected(pod.spec, pool.labels):
+        return f"pool {pool.name}: its nodeSelector/required node affinity does not match"
+    untolerated = [t for t in pool.taints if t.effect != "PreferNoSchedule"
+                   and not tolerated(pod.spec.get("tolerations") or [], t)]
+    return f"pool {pool.name}: taint {untolerated[0].key}={untolerated[0].value}:{untolerated[0].effect} not tolerated"
+
+
+def _shortfall(need: Resources, pool: PoolFacts) -> list[str]:
+    return [f"needs {printer(get(need))} {name}, pool {pool.name} has {printer(get(pool.allocatable))} per node"
+            for name, get, printer in _RESOURCES if get(need) > get(pool.allocatable)]
+
+
+def _missing(need: Resources, pool: PoolFacts) -> tuple[int, float]:
+    """How badly a pod misses a pool: resources short, then the largest relative shortfall."""
+    short = [(get(need) - get(pool.allocatable)) / max(get(need), 1) for _, get, _ in _RESOURCES
+             if get(need) > get(pool.allocatable)]
+    return len(short), max(short, default=0.0)
+
+
+def pod_fits_a_pool(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Every pod template fits one node of a pool that admits it (a DaemonSet: every such pool)."""
+    pools = index.ctx.pools
+    if not pools:
+        return
+    for pod in index.pods():
+        need = pod_resources(pod.spec)
+        admitting = [p for p in pools if p.admits(pod.spec)]
+        if not admitting:
+            yield Violation(pod.doc, pod.path, "no node pool admits it: " + "; ".join(_why_not(p, pod) for p in pools))
+            continue
+        misses = [p for p in admitting if not p.allocatable.fits(need)]
+        if pod.doc.kind == "DaemonSet":
+            for pool in misses:
+                yield Violation(pod.doc, pod.path, "its pods stay Pending there: " + "; ".join(_shortfall(need, pool)))
+        elif len(misses) == len(admitting):
+            closest = min(misses, key=lambda p: _missing(need, p))
+            yield Violation(pod.doc, pod.path, "; ".join(_shortfall(need, closest))
+                            + (f" (pools that admit it: {', '.join(p.name for p in admitting)})" if len(admitting) > 1 else ""))
+
+
+def _nodes(pod: PodSpec, pools: tuple[PoolFacts, ...]) -> int:
+    """Nodes a DaemonSet's pods run on: every node of the pools that admit it."""
+    return sum(p.nodes for p in pools if p.admits(pod.spec))
+
+
+def _usage(index: Index, namespace: str) -> dict[str, tuple[int, list[tuple[str, int]]]]:
+    """Per quota key: the namespace's total (replicas counted, quota units: millicores, bytes,
+    count) and the contributors."""
+    totals: dict[str, int] = defaultdict(int)
+    parts: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for doc in index.docs:
+        if doc.namespace != namespace:
+            continue
+        for pod in pod_specs(doc):
+            count = replicas(pod, _nodes(pod, index.ctx.pools))
+            for which in ("requests", "limits"):
+                r = pod_resources(pod.spec, which)
+                for key, value in ((f"{which}.cpu", r.cpu_milli), (f"{which}.memory", r.memory_bytes),
+                                   (f"{which}.{GPU}", r.gpus)):
+                    if value * count:
+                        totals[key] += value * count
+                        parts[key].append((f"{doc.ref}{' ' + pod.role if pod.role else ''} x{count}", value * count))
+            if count:
+                totals["pods"] += count
+                parts["pods"].append((doc.ref, count))
+    for short in ("cpu", "memory"):
+        totals[short], parts[short] = totals[f"requests.{short}"], parts[f"requests.{short}"]
+    return {k: (totals[k], parts[k]) for k in totals}
+
+
+def _in_quota_units(key: str, value: str) -> int:
+    if key.endswith("cpu"):
+        return quantity.millicores(value)
+    if key.endswith("memory"):
+        return quantity.to_bytes(value)
+    return int(quantity.parse(value))
+
+
+def _print(key: str, value: int) -> str:
+    return quantity.format_cpu(value) if key.endswith("cpu") else \
+        quantity.format_bytes(value) if key.endswith("memory") else str(value)
+
+
+def namespace_quota(index: Index, rule: Rule) -> Iterator[Violation]:
+    """A namespace's pods, replicas counted, within each ResourceQuota's hard limits."""
+    for quota in index.of_kind("ResourceQuota"):
+        usage = _usage(index, quota.namespace)
+        for key, hard in sorted(((quota.obj.get("spec") or {}).get("hard") or {}).items()):
+            if key not in usage or not quantity.is_quantity(hard):
+                continue
+            total, parts = usage[key]
+            limit = _in_quota_units(key, hard)
+            if total > limit:
+                top = ", ".join(f"{ref}: {_print(key, v)}" for ref, v in sorted(parts, key=lambda p: -p[1])[:3])
+                yield Violation(quota, f"spec.hard[{key}]", f"hard {hard}, but the namespace's pods ask for "
+                                f"{_print(key, total)} ({top}); the API server refuses the pods past the limit")
+
+
+def limit_range(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Containers within their namespace's LimitRange min, max and maxLimitRequestRatio (the
+    LimitRanger admission plugin rejects the pod otherwise)."""
+    ranges = defaultdict(list)
+    for lr in index.of_kind("LimitRange"):
+        for item in (lr.obj.get("spec") or {}).get("limits") or []:
+            if item.get("type", "Container") == "Container":
+                ranges[lr.namespace].append((lr, item))
+    for pod in index.pods():
+        for lr, item in ranges.get(pod.doc.namespace, ()):
+            for path, container in containers(pod):
+                resources = container.get("resources") or {}
+                limits = {**(item.get("default") or {}), **(resources.get("limits") or {})}
+                requests = {**(item.get("defaultRequest") or {}), **limits, **(resources.get("requests") or {})}
+                for name in sorted(set(item.get("max") or {}) | set(item.get("min") or {}) |
+                                   set(item.get("maxLimitRequestRatio") or {})):
+                    yield from _limit_range_one(pod, path, lr, item, name, requests.get(name), limits.get(name))
+
+
+def _limit_range_one(pod, path, lr, item, name, request, limit) -> Iterator[Violation]:
+    hi, lo = (item.get("max") or {}).get(name), (item.get("min") or {}).get(name)
+    ratio = (item.get("maxLimitRequestRatio") or {}).get(name)
+    where = f"LimitRange {lr.namespace}/{lr.name}"
+    if hi is not None and limit is None:
+        yield Violation(pod.doc, f"{path}.resources.limits.{name}", f"not set, but {where} has max {hi} (no default)")
+    elif hi is not None and quantity.parse(limit) > quantity.parse(hi):
+        yield Violation(pod.doc, f"{path}.resources.limits.{name}", f"{limit} is above {where} max {hi}")
+    if lo is not None and request is not None and quantity.parse(request) < quantity.parse(lo):
+        yield Violation(pod.doc, f"{path}.resources.requests.{name}", f"{request} is below {where} min {lo}")
+    if ratio is not None and request and limit and quantity.parse(request) > 0 and \
+            quantity.parse(limit) / quantity.parse(request) > quantity.parse(ratio):
+        yield Violation(pod.doc, f"{path}.resources.limits.{name}", f"limit {limit} / request {request} is above "
+                        f"{where} maxLimitRequestRatio {ratio}")
+
+
+def training_gpu_demand(index: Index, rule: Rule) -> Iterator[Violation]:
+    """The TFJobs' GPUs (replicas counted) against the GPUs of the pools that admit them: past
+    that, jobs wait for each other (a warning, not a fault)."""
+    pools = index.ctx.pools
+    demand, supply_pools = 0, set()
+    for doc in index.of_kind("TFJob"):
+        gpus = 0
+        for pod in pod_specs(doc):
+            gpus += pod_resources(pod.spec).gpus * replicas(pod, 0)
+            supply_pools.update(p.name for p in pools if p.admits(pod.spec) and p.allocatable.gpus)
+        if not gpus:
+            continue
+        demand += gpus
+        supply = sum(p.total.gpus for p in pools if p.name in supply_pools)
+        if demand > supply:
+            yield Violation(doc, "spec.tfReplicaSpecs", f"with this job the TFJobs ask for {demand} {GPU} in total, "
+                            f"and the pools that admit them ({', '.join(sorted(supply_pools)) or 'none'}) hold {supply}: "
+                            "they cannot all run at once")
