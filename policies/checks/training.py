@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 from colocate import quantity
 from colocate.checker import Index, Rule, Violation
-from colocate.model.names import (GPU, JOB_NAME_LABEL, JOB_ROLE_LABEL, OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL,
+from colocate.model.names import (GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, JOB_ROLE_LABEL, OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL,
                                    REPLICA_TYPE_LABEL, TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER)
 from colocate.manifests import PodSpec, containers
 from colocate.model.scheduling import selector_matches
@@ -103,3 +103,24 @@ def offline_pdb(index: Index, rule: Rule) -> Iterator[Violation]:
             names = [ref + (f" ({', '.join(roles)})" if any(roles) else "") for ref, roles in sorted(matched.items())]
             more = f" and {len(names) - 3} more" if len(names) > 3 else ""
             yield Violation(pdb, "spec.selector", f"selects pods of {', '.join(names[:3])}{more}")
+        elif pdb.namespace in index.ctx.offline_namespaces:
+            # The TFJobs it would protect need not be in this run: every pod there is offline.
+            yield Violation(pdb, "metadata.namespace", f"{pdb.namespace} is an offline namespace; its pods are the "
+                            "ones preemption and drains must be free to take")
+
+
+def tfjob_memory_burst(index: Index, rule: Rule) -> Iterator[Violation]:
+    """A TFJob container's memory limit at most MAX_MEMORY_BURST times its request, as the job-file
+    construct enforces (memory is not compressible: the burst is memory the node may not have)."""
+    for pod in index.pods():
+        if pod.doc.kind != "TFJob":
+            continue
+        for path, container in containers(pod):
+            resources = container.get("resources") or {}
+            request = (resources.get("requests") or {}).get("memory")
+            limit = (resources.get("limits") or {}).get("memory")
+            if request is None or limit is None or not (quantity.is_quantity(request) and quantity.is_quantity(limit)):
+                continue
+            if quantity.parse(request) > 0 and quantity.parse(limit) > MAX_MEMORY_BURST * quantity.parse(request):
+                yield Violation(pod.doc, f"{path}.resources.limits.memory",
+                                f"{limit} is more than {MAX_MEMORY_BURST}x the request {request}")

@@ -34,6 +34,8 @@ FIELDS = {
     "COL108/fail.operator-label.yaml": {"spec.selector"},
     "COL108/fail.worker-0-is-master.yaml": {"spec.selector"},
     "COL108/fail.deployment.yaml": {"spec.selector"},
+    "COL108/fail.alone-in-training.yaml": {"metadata.namespace"},
+    "COL111/fail.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.containers[0].resources.limits.memory"},
     "COL109/fail.yaml": {"spec.runPolicy.schedulingPolicy.priorityClass"},
     "COL004/fail.tfjob.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.priorityClassName"},
     "COL005/fail.tfjob.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.tolerations[0]"},
