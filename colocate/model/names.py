@@ -38,6 +38,8 @@ KEEP_ON_PRUNE = "Prune=false"
 KEEP_ON_DELETE = "Delete=false"
 #: Both: what every object holding data carries (docs/gitops.md, "Deletion protection").
 PROTECTED = f"{KEEP_ON_PRUNE},{KEEP_ON_DELETE}"
+#: Sync options the GitOps rules look for (gitops-engine pkg/sync/common/types.go).
+SKIP_DRY_RUN, SERVER_SIDE_APPLY = "SkipDryRunOnMissingResource=true", "ServerSideApply=true"
 
 # --- Grafana ------------------------------------------------------------------------------------
 #: The kube-prometheus-stack Grafana sidecar loads ConfigMaps carrying this label key.

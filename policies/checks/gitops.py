@@ -1,10 +1,13 @@
 """GitOps checks: what Argo CD would delete, and what it must not."""
 from __future__ import annotations
 
+import json
+from pathlib import PurePath
 from typing import Any, Iterator
 
 from colocate.checker import Index, Rule, Violation
-from colocate.model.names import KEEP_ON_DELETE, KEEP_ON_PRUNE, SYNC_OPTIONS, sync_options
+from colocate.model.names import (KEEP_ON_DELETE, KEEP_ON_PRUNE, SERVER_SIDE_APPLY, SKIP_DRY_RUN, SYNC_OPTIONS,
+                                  sync_options)
 
 #: Kinds whose deletion deletes data: a namespace's contents, a claim's volume, a CRD's resources.
 STATEFUL_KINDS = ("Namespace", "PersistentVolumeClaim", "CustomResourceDefinition")
@@ -55,3 +58,71 @@ def argocd_field_version(index: Index, rule: Rule) -> Iterator[Violation]:
             if since > oldest:
                 yield Violation(doc, field, f"needs Argo CD {since[0]}.{since[1]}, minArgoCDVersion is "
                                             f"{oldest[0]}.{oldest[1]}")
+
+
+#: API groups the API server serves itself (Kubernetes 1.28), and the group Argo CD installs
+#: with itself: their kinds exist before any sync.
+BUILTIN_GROUPS = frozenset({
+    "", "apps", "batch", "policy", "autoscaling", "rbac.authorization.k8s.io", "networking.k8s.io",
+    "scheduling.k8s.io", "storage.k8s.io", "apiextensions.k8s.io", "admissionregistration.k8s.io",
+    "coordination.k8s.io", "discovery.k8s.io", "node.k8s.io", "certificates.k8s.io", "events.k8s.io",
+    "flowcontrol.apiserver.k8s.io", "apiregistration.k8s.io", "resource.k8s.io",
+})
+INSTALLED_WITH_ARGOCD = frozenset({"argoproj.io"})
+#: metadata.annotations holds at most 256 KiB in total (apimachinery objectmeta.go
+#: TotalAnnotationSizeLimitB); client-side apply copies the whole object into one of them.
+ANNOTATIONS_LIMIT = 256 * 1024
+
+
+def _crds(index: Index) -> dict[tuple[str, str], list[str]]:
+    """(group, kind) -> folders of the CustomResourceDefinitions in the checked files."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for crd in index.of_kind("CustomResourceDefinition"):
+        spec = crd.obj.get("spec") or {}
+        key = (spec.get("group", ""), (spec.get("names") or {}).get("kind", ""))
+        out.setdefault(key, []).append(str(PurePath(crd.file).parent))
+    return out
+
+
+def custom_resource_before_crd(index: Index, rule: Rule) -> Iterator[Violation]:
+    """A custom resource whose CRD is not applied in the same sync, without SkipDryRunOnMissingResource.
+    Judged only on a GitOps tree (Argo CD Applications among the checked files), whose first sync
+    creates the CRDs; once they exist, a manifest added later passes the dry run."""
+    if not index.of_kind("Application"):
+        return
+    crds = _crds(index)
+    for doc in index.api_objects():
+        if doc.group in BUILTIN_GROUPS or doc.group in INSTALLED_WITH_ARGOCD:
+            continue
+        if SKIP_DRY_RUN in sync_options(doc.metadata):
+            continue
+        if str(PurePath(doc.file).parent) in crds.get((doc.group, doc.kind), ()):
+            continue
+        yield Violation(doc, f"metadata.annotations[{SYNC_OPTIONS}]", f"{doc.kind}.{doc.group}'s CRD is not in the "
+                        "same Application, so the first sync's dry run fails while the CRD does not exist yet")
+
+
+def _application_paths(index: Index) -> list[tuple[str, bool]]:
+    """(source path, ServerSideApply set on the Application) of every Application checked."""
+    out = []
+    for app in index.of_kind("Application"):
+        spec = app.obj.get("spec") or {}
+        ssa = SERVER_SIDE_APPLY in ((spec.get("syncPolicy") or {}).get("syncOptions") or [])
+        for _, source in _sources(spec):
+            if source.get("path"):
+                out.append((str(source["path"]).strip("/"), ssa))
+    return out
+
+
+def too_big_for_client_side_apply(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Objects whose JSON does not fit the last-applied annotation, synced without server-side apply."""
+    apps = _application_paths(index)
+    for doc in index.api_objects():
+        size = len(json.dumps(doc.obj, separators=(",", ":")))
+        if size <= ANNOTATIONS_LIMIT or SERVER_SIDE_APPLY in sync_options(doc.metadata):
+            continue
+        folder = PurePath(doc.file).parent.as_posix()
+        if any(ssa and (folder == path or folder.endswith("/" + path)) for path, ssa in apps):
+            continue
+        yield Violation(doc, f"metadata.annotations[{SYNC_OPTIONS}]", f"the object is {size} bytes of JSON; client-side "
+                        f"apply stores all of it in an annotation, and annotations hold at most {ANNOTATIONS_LIMIT} bytes")
