@@ -126,3 +126,29 @@ def too_big_for_client_side_apply(index: Index, rule: Rule) -> Iterator[Violatio
             continue
         yield Violation(doc, f"metadata.annotations[{SYNC_OPTIONS}]", f"the object is {size} bytes of JSON; client-side "
                         f"apply stores all of it in an annotation, and annotations hold at most {ANNOTATIONS_LIMIT} bytes")
+
+
+def _directory_sources(index: Index) -> list[tuple[Any, str, str, bool]]:
+    """(Application doc, repo@revision, path, recurse) of every plain-directory source."""
+    out = []
+    for app in index.of_kind("Application"):
+        for _, source in _sources(app.obj.get("spec") or {}):
+            if source.get("path") and not (source.get("chart") or source.get("helm") or source.get("kustomize")):
+                repo = f"{source.get('repoURL', '')}@{source.get('targetRevision', 'HEAD')}"
+                recurse = bool((source.get("directory") or {}).get("recurse"))
+                out.append((app, repo, PurePath(str(source["path"]).strip("/")).as_posix(), recurse))
+    return out
+
+
+def application_overlap(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Two Applications that sync the same folder, or one recursing into the other's folder: every
+    object there has two owners, which prune each other's resources and fight over sync."""
+    sources = _directory_sources(index)
+    for i, (app, repo, path, _) in enumerate(sources):
+        for other, other_repo, other_path, recurse in sources[:i] + sources[i + 1:]:
+            if other is app or other_repo != repo:
+                continue
+            inside = path == other_path or (recurse and (other_path in ("", ".") or path.startswith(other_path + "/")))
+            if inside:
+                yield Violation(app, "spec.source.path", f"{path} is also synced by Application {other.name} "
+                                f"({other_path}{', recursively' if recurse and path != other_path else ''})")
