@@ -3,6 +3,7 @@ it, do a namespace's pods fit its ResourceQuota and LimitRange, can the training
 had at once. Pools come from the NodePool descriptions (Context.pools), never from the generator."""
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Callable, Iterator
 
@@ -69,29 +70,31 @@ def _nodes(pod: PodSpec, pools: tuple[PoolFacts, ...]) -> int:
     return sum(p.nodes for p in pools if p.admits(pod.spec))
 
 
-def _usage(index: Index, namespace: str) -> dict[str, tuple[int, list[tuple[str, int]]]]:
-    """Per quota key: the namespace's total (replicas counted, quota units: millicores, bytes,
-    count) and the contributors."""
-    totals: dict[str, int] = defaultdict(int)
-    parts: dict[str, list[tuple[str, int]]] = defaultdict(list)
+def _usage(index: Index) -> dict[str, dict[str, tuple[int, list[tuple[str, int]]]]]:
+    """Per namespace and quota key: the total (replicas counted, quota units: millicores, bytes,
+    count) and the contributors. One pass over the objects."""
+    totals: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    parts: dict[str, dict[str, list[tuple[str, int]]]] = defaultdict(lambda: defaultdict(list))
     for doc in index.docs:
-        if doc.namespace != namespace:
-            continue
         for pod in pod_specs(doc):
+            ns = doc.namespace
             count = replicas(pod, _nodes(pod, index.ctx.pools))
             for which in ("requests", "limits"):
                 r = pod_resources(pod.spec, which)
                 for key, value in ((f"{which}.cpu", r.cpu_milli), (f"{which}.memory", r.memory_bytes),
                                    (f"{which}.{GPU}", r.gpus)):
                     if value * count:
-                        totals[key] += value * count
-                        parts[key].append((f"{doc.ref}{' ' + pod.role if pod.role else ''} x{count}", value * count))
+                        totals[ns][key] += value * count
+                        parts[ns][key].append((f"{doc.ref}{' ' + pod.role if pod.role else ''} x{count}", value * count))
             if count:
-                totals["pods"] += count
-                parts["pods"].append((doc.ref, count))
-    for short in ("cpu", "memory"):
-        totals[short], parts[short] = totals[f"requests.{short}"], parts[f"requests.{short}"]
-    return {k: (totals[k], parts[k]) for k in totals}
+                totals[ns]["pods"] += count
+                parts[ns]["pods"].append((doc.ref, count))
+    out = {}
+    for ns, by_key in totals.items():
+        for short in ("cpu", "memory"):
+            by_key[short], parts[ns][short] = by_key[f"requests.{short}"], parts[ns][f"requests.{short}"]
+        out[ns] = {k: (v, parts[ns][k]) for k, v in by_key.items()}
+    return out
 
 
 def _in_quota_units(key: str, value: str) -> int:
@@ -109,8 +112,10 @@ def _print(key: str, value: int) -> str:
 
 def namespace_quota(index: Index, rule: Rule) -> Iterator[Violation]:
     """A namespace's pods, replicas counted, within each ResourceQuota's hard limits."""
-    for quota in index.of_kind("ResourceQuota"):
-        usage = _usage(index, quota.namespace)
+    quotas = index.of_kind("ResourceQuota")
+    by_namespace = _usage(index) if quotas else {}
+    for quota in quotas:
+        usage = by_namespace.get(quota.namespace, {})
         for key, hard in sorted(((quota.obj.get("spec") or {}).get("hard") or {}).items()):
             if key not in usage or not quantity.is_quantity(hard):
                 continue
@@ -124,14 +129,19 @@ def namespace_quota(index: Index, rule: Rule) -> Iterator[Violation]:
 
 def limit_range(index: Index, rule: Rule) -> Iterator[Violation]:
     """Containers within their namespace's LimitRange min, max and maxLimitRequestRatio (the
-    LimitRanger admission plugin rejects the pod otherwise)."""
-    ranges = defaultdict(list)
+    LimitRanger admission plugin rejects the pod otherwise). Every LimitRange of the namespace
+    applies; a container is judged against each, once per namespace's distinct ranges."""
+    ranges: dict[str, dict[str, tuple]] = defaultdict(dict)
     for lr in index.of_kind("LimitRange"):
         for item in (lr.obj.get("spec") or {}).get("limits") or []:
             if item.get("type", "Container") == "Container":
-                ranges[lr.namespace].append((lr, item))
+                # identical ranges judge alike: keep one of each
+                key = json.dumps(item, sort_keys=True, default=str)
+                ranges[lr.namespace].setdefault(key, (lr, item))
+    if not ranges:
+        return
     for pod in index.pods():
-        for lr, item in ranges.get(pod.doc.namespace, ()):
+        for lr, item in ranges.get(pod.doc.namespace, {}).values():
             for path, container in containers(pod):
                 resources = container.get("resources") or {}
                 limits = {**(item.get("default") or {}), **(resources.get("limits") or {})}
