@@ -65,6 +65,22 @@ def entry(row: dict, source: str, tag: str) -> dict:
     return out
 
 
+def insert(new: dict[str, dict]) -> None:
+    """Insert catalog entries under ``metrics:`` in sorted position, as text (comments stay)."""
+    lines = CATALOG.read_text().split("\n")
+    start = lines.index("metrics:") + 1
+    for name in sorted(new, reverse=True):
+        i = start
+        while i < len(lines) and lines[i].startswith("  "):
+            m = re.match(r"^  ([A-Za-z_:0-9*]+):$", lines[i])
+            if m and m.group(1) > name:
+                break
+            i += 1
+        block = yaml.safe_dump({name: new[name]}, sort_keys=True, width=110, default_flow_style=None).rstrip("\n").split("\n")
+        lines[i:i] = ["  " + b for b in block]
+    CATALOG.write_text("\n".join(lines))
+
+
 def main(repo: str, tag: str) -> int:
     text = CATALOG.read_text()
     known = set((yaml.safe_load(text).get("metrics") or {}))
@@ -74,18 +90,7 @@ def main(repo: str, tag: str) -> int:
             name = row["metric name"]
             if name not in known and name not in new:
                 new[name] = entry(row, source, tag)
-    lines = text.split("\n")
-    start = lines.index("metrics:") + 1
-    for name in sorted(new, reverse=True):
-        i = start
-        while i < len(lines) and lines[i].startswith("  "):
-            m = re.match(r"^  ([A-Za-z_:0-9*]+):$", lines[i])
-            if m and m.group(1) > name:
-                break
-            i += 1
-        block = yaml.safe_dump({name: new[name]}, sort_keys=True, width=110).rstrip("\n").split("\n")
-        lines[i:i] = ["  " + b for b in block]
-    CATALOG.write_text("\n".join(lines))
+    insert(new)
     print(f"added {len(new)} kube-state-metrics families: {', '.join(sorted(new))}")
     return 0
 

@@ -38,6 +38,13 @@ class Metric:
     label_prefixes: tuple[str, ...] = ()
     #: Why Prometheus never stores it although the exporter emits it ("" = stored).
     dropped: str = ""
+    #: Why the exporter does not emit it as deployed: its collector is off by default ("" = on).
+    off: str = ""
+
+    @property
+    def absent(self) -> bool:
+        """A query on it returns nothing in the pinned stack."""
+        return bool(self.dropped or self.off)
 
     def has_label(self, label: str) -> bool:
         return self.labels is None or label in self.labels or label.startswith(self.label_prefixes)
@@ -67,6 +74,8 @@ class Catalog:
     def explain_unknown(self, name: str, known: Mapping[str, Metric]) -> str:
         """Why ``name`` returns nothing, and the name to use instead."""
         metric = known.get(name)
+        if metric is not None and metric.off:
+            return f"{name} exists in {metric.exporter}, but its collector is off by default: {metric.off}"
         if metric is not None and metric.dropped:
             return f"{name} is emitted by {metric.exporter} but never stored: {metric.dropped}"
         if name in self.removed:
@@ -80,7 +89,7 @@ class Catalog:
             return f"{name} is not in the pinned exporter versions ({self.newer[name]})"
         if f"{name}_bucket" in known:
             return f"{name} is a histogram; query {name}_bucket, {name}_sum or {name}_count"
-        stored = [n for n, m in known.items() if not m.dropped]
+        stored = [n for n, m in known.items() if not m.absent]
         close = difflib.get_close_matches(name, stored, n=1, cutoff=0.6)
         hint = f"; closest catalog name: {close[0]}" if close else "; no similar name in the catalog"
         return f"{name} is not exposed by any pinned exporter{hint}"
@@ -139,7 +148,7 @@ def catalog(path: Path = CATALOG_PATH) -> Catalog:
         prefixes = _dynamic_prefixes(entry)
         dropped = entry.get("dropped_by", "dropped by relabeling") if entry.get("dropped") else ""
         for series, labels in expand(name, entry, _metric_labels(entry, jobs)):
-            metrics[series] = Metric(series, entry["exporter"], labels, prefixes, dropped)
+            metrics[series] = Metric(series, entry["exporter"], labels, prefixes, dropped, entry.get("off_by_default", ""))
     removed, patterns = {}, []
     for name, entry in (data.get("removed") or {}).items():
         r = Removed(entry["replacement"], entry.get("removed_in", "an earlier release"))

@@ -33,7 +33,7 @@ def metrics_exist(index: Index, rule: Rule) -> Iterator[Violation]:
         names = dict.fromkeys(s.name for s in analysis.selectors if s.name and not promql.is_placeholder(s.name))
         for name in names:
             metric = known.get(name)
-            if metric is None or metric.dropped:
+            if metric is None or metric.absent:
                 yield Violation(query.doc, query.field,
                                 f"{query.where}: {promql.catalog().explain_unknown(name, known)}")
 

@@ -1,0 +1,51 @@
+"""COL200 on rule expressions written like kube-prometheus's (excerpts written for this test): the
+names the pinned exporters do expose pass; the true findings stay, each with its reason."""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from colocate import checker
+
+
+def _rule(tmp_path, expr: str):
+    path = tmp_path / "rule.yaml"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+        "metadata": {"name": "excerpt", "namespace": "monitoring", "labels": {"release": "kube-prometheus-stack"}},
+        "spec": {"groups": [{"name": "g", "rules": [{"alert": "Excerpt", "expr": expr, "for": "15m",
+                                                       "labels": {"severity": "warning"},
+                                                       "annotations": {"summary": "s", "description": "d", "hint": "h"}}]}]}}))
+    return [f for f in checker.check([path]).findings if f.rule == "COL200"]
+
+
+@pytest.mark.parametrize("expr", [
+    # kube-state-metrics 2.10.1 families the catalog used to lack
+    'kube_horizontalpodautoscaler_status_desired_replicas{job="kube-state-metrics"} != kube_horizontalpodautoscaler_status_current_replicas{job="kube-state-metrics"}',
+    'kube_horizontalpodautoscaler_spec_max_replicas{job="kube-state-metrics"} > 0',
+    'kube_statefulset_status_replicas_ready{job="kube-state-metrics"} != kube_statefulset_replicas{job="kube-state-metrics"}',
+    'kube_statefulset_status_current_revision{job="kube-state-metrics"} > 0',
+    'kube_persistentvolume_status_phase{phase=~"Failed|Pending", job="kube-state-metrics"} > 0',
+    # node-exporter 1.7.0 default collectors: timex, mdadm, conntrack
+    'abs(node_timex_offset_seconds{job="node-exporter"}) > 0.05',
+    'min_over_time(node_timex_sync_status{job="node-exporter"}[5m]) == 0 and node_timex_maxerror_seconds{job="node-exporter"} >= 16',
+    'node_md_disks_required{job="node-exporter"} - ignoring (state) (node_md_disks{state="active", job="node-exporter"}) > 0',
+    '(node_nf_conntrack_entries{job="node-exporter"} / node_nf_conntrack_entries_limit) > 0.75',
+])
+def test_names_the_pinned_exporters_expose_pass(tmp_path, expr):
+    assert _rule(tmp_path, expr) == []
+
+
+@pytest.mark.parametrize("expr, words", [
+    ('container_memory_swap{job="kubelet", metrics_path="/metrics/cadvisor", container!=""} > 0',
+     "never stored: dropped by KPS 55.5.1 default kubelet.serviceMonitor.cAdvisorMetricRelabelings"),
+    ('histogram_quantile(0.99, sum by (le) (rate(scheduler_e2e_scheduling_duration_seconds_bucket[5m]))) > 1',
+     "was removed in Kubernetes 1.28 at the latest"),
+    ('node_systemd_unit_state{job="node-exporter", state="failed"} == 1',
+     "its collector is off by default: the systemd collector is registered defaultDisabled"),
+    ('kube_state_metrics_list_total{job="kube-state-metrics", result="error"} > 0',
+     "does not scrape: the kube-state-metrics chart's selfMonitor.enabled is false"),
+])
+def test_true_findings_stay_and_say_why(tmp_path, expr, words):
+    (finding,) = _rule(tmp_path, expr)
+    assert words in finding.message, finding.message
