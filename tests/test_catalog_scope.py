@@ -49,3 +49,27 @@ def test_names_the_pinned_exporters_expose_pass(tmp_path, expr):
 def test_true_findings_stay_and_say_why(tmp_path, expr, words):
     (finding,) = _rule(tmp_path, expr)
     assert words in finding.message, finding.message
+
+
+def _findings(tmp_path, expr: str, rule: str):
+    _rule(tmp_path, expr)
+    return [f for f in checker.check([tmp_path / "rule.yaml"]).findings if f.rule == rule]
+
+
+def test_on_cluster_with_neither_side_carrying_it_is_not_a_mismatch(tmp_path):
+    expr = ('kube_pod_container_resource_limits{resource="cpu", job="kube-state-metrics"} * on (namespace, pod, cluster) '
+            'group_left () max by (namespace, pod, cluster) (kube_pod_status_phase{phase=~"Pending|Running"} == 1)')
+    assert _findings(tmp_path, expr, "COL202") == []
+
+
+def test_on_a_label_only_one_side_carries_is_reported_as_such(tmp_path):
+    expr = 'node_load1{job="node-exporter"} * on (node) group_left () max by (node) (kube_pod_info{job="kube-state-metrics"})'
+    (finding,) = _findings(tmp_path, expr, "COL202")
+    assert 'the left side has no label "node" but the right side does' in finding.message
+
+
+def test_image_filter_and_a_join_on_container_count_as_container_filters(tmp_path):
+    assert _findings(tmp_path, 'container_memory_rss{job="kubelet", metrics_path="/metrics/cadvisor", image!=""} > 0', "COL201") == []
+    throttling = ('sum(increase(container_cpu_cfs_throttled_periods_total{container!=""}[5m])) by (container, pod, namespace) '
+                  '/ sum(increase(container_cpu_cfs_periods_total{}[5m])) by (container, pod, namespace) > 0.25')
+    assert _findings(tmp_path, throttling, "COL201") == []

@@ -70,6 +70,9 @@ class Catalog:
     newer: Mapping[str, str]
     #: label -> what to use instead, for labels the pinned exporters no longer set.
     removed_labels: Mapping[str, str]
+    #: Labels mixins group and join by on purpose although no local series carries them
+    #: (kubernetes-mixin's clusterLabel): not reported in by() and on().
+    grouping_labels: frozenset[str] = frozenset()
 
     def explain_unknown(self, name: str, known: Mapping[str, Metric]) -> str:
         """Why ``name`` returns nothing, and the name to use instead."""
@@ -184,4 +187,5 @@ def catalog(path: Path = CATALOG_PATH) -> Catalog:
     for key, entry in (data.get("removed_labels") or {}).items():
         for label in re.split(r"\s*/\s*", key):
             removed_labels[label] = str(entry.get("replacement", ""))
-    return Catalog(metrics, removed, tuple(patterns), newer, removed_labels)
+    grouping = frozenset((data.get("grouping_labels") or {}))
+    return Catalog(metrics, removed, tuple(patterns), newer, removed_labels, grouping)

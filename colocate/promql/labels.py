@@ -59,7 +59,9 @@ def output_labels(node: Any, known: Mapping[str, Metric]) -> frozenset[str] | No
         if mod is None:
             return frozenset(extra)
         if mod.type == pp.AggModifierType.By:
-            return frozenset(mod.labels) | extra
+            # a by() label the input lacks stays absent in the output (its value is "")
+            kept = frozenset(mod.labels) if inner is None else frozenset(mod.labels) & inner
+            return kept | extra
         return None if inner is None else inner - set(mod.labels) | extra
     if isinstance(node, pp.BinaryExpr):
         lhs, rhs = output_labels(node.lhs, known), output_labels(node.rhs, known)
@@ -149,10 +151,12 @@ def label_problems(ast: Any, known: Mapping[str, Metric]) -> list[str]:
     """
     problems: list[str] = []
 
+    grouping = catalog().grouping_labels
+
     def missing(labels: Any, have: frozenset[str] | None) -> list[str]:
         if have is None:
             return []
-        return [l for l in labels if l not in have and not is_placeholder(l)]
+        return [l for l in labels if l not in have and not is_placeholder(l) and l not in grouping]
 
     def visit(node: Any) -> None:
         if isinstance(node, pp.VectorSelector):
@@ -172,10 +176,16 @@ def label_problems(ast: Any, known: Mapping[str, Metric]) -> list[str]:
             mod = node.modifier
             sides = {"left": output_labels(node.lhs, known), "right": output_labels(node.rhs, known)}
             if mod.matching is not None and mod.matching.type == pp.LabelModifierType.Include:
-                for side, have in sides.items():
+                # PromQL matches on the values of the on() labels, "" for an absent one
+                # (prometheus/prometheus promql/engine.go signatureFunc): a label neither side has
+                # matches everywhere; only a label one side carries and the other cannot is wrong.
+                left, right = sides["left"], sides["right"]
+                for side, have, other, other_name in (("left", left, right, "right"), ("right", right, left, "left")):
                     for label in missing(mod.matching.labels, have):
-                        problems.append(f'{node.op} on ({", ".join(mod.matching.labels)}): the {side} side has '
-                                        f'no label "{label}"{_renamed(label)}, so nothing matches')
+                        if other is not None and label in other:
+                            problems.append(f'{node.op} on ({", ".join(mod.matching.labels)}): the {side} side has '
+                                            f'no label "{label}"{_renamed(label)} but the {other_name} side does, so '
+                                            f'only {other_name} series without "{label}" can match')
             for card, side in ((pp.VectorMatchCardinality.ManyToOne, "right"),
                                (pp.VectorMatchCardinality.OneToMany, "left")):
                 if mod.card == card:

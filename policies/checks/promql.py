@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Iterator, Mapping
 
+import promql_parser as pp
+
 from colocate import promql
 from colocate.checker import Index, Rule, Violation
 
@@ -48,8 +50,10 @@ def _cadvisor_container_selectors(index: Index) -> Iterator[tuple[promql.Query, 
         for sel in analysis.selectors:
             metric = metrics.get(sel.name)
             if metric is not None and metric.exporter == "kubelet-cadvisor" and "container" in (metric.labels or ()):
+                # The pod-level cgroup has container="" and image="" (no image of its own), so
+                # kubernetes-mixin's image!="" drops it as container!="" does.
                 yield query, sel, [promql.matches_empty(op, value) for label, op, value in sel.matchers
-                                   if label == "container"]
+                                   if label in ("container", "image")]
 
 
 def _network(name: str) -> bool:
@@ -58,10 +62,39 @@ def _network(name: str) -> bool:
 
 
 def cadvisor_container_filter(index: Index, rule: Rule) -> Iterator[Violation]:
-    """container_* series without a matcher that drops container="" double-count every pod."""
+    """container_* series without a matcher that drops container="" double-count every pod, unless
+    the query joins them on ``container`` with a filtered cAdvisor selector: a vector match keeps
+    only series whose container value the other side has, and it has no "" (kubernetes-mixin's
+    CPUThrottlingHigh divides an unfiltered denominator by a filtered numerator that way)."""
+    by_query: dict[int, list] = {}
     for query, sel, accepts_empty in _cadvisor_container_selectors(index):
-        if not _network(sel.name) and all(a is True for a in accepts_empty):
-            yield Violation(query.doc, query.field, f"{query.where}: {sel} has no container filter")
+        if not _network(sel.name):
+            by_query.setdefault(id(query), []).append((query, sel, all(a is True for a in accepts_empty)))
+    for selectors in by_query.values():
+        filtered = any(not unfiltered for _, _, unfiltered in selectors)
+        for query, sel, unfiltered in selectors:
+            if unfiltered and not (filtered and _joins_on_container(query.expr)):
+                yield Violation(query.doc, query.field, f"{query.where}: {sel} has no container filter")
+
+
+def _joins_on_container(expr: str) -> bool:
+    """Every binary operation between vectors in the expression matches on ``container``: no
+    ``on (...)`` without it and no ``ignoring (container)``."""
+    analysis = promql.analyse(expr)
+    if analysis.ast is None:
+        return False
+    ok = [True]
+
+    def visit(node) -> None:
+        mod = getattr(node, "modifier", None)
+        matching = getattr(mod, "matching", None) if node.__class__.__name__ == "BinaryExpr" else None
+        if matching is not None:
+            include = str(matching.type).endswith("Include")
+            if include != ("container" in (matching.labels or ())):
+                ok[0] = False
+
+    pp.walk(analysis.ast, visit)
+    return ok[0]
 
 
 def cadvisor_network_filter(index: Index, rule: Rule) -> Iterator[Violation]:
