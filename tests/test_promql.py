@@ -153,9 +153,12 @@ def test_dashboard_queries_cover_panels_rows_legacy_rows_and_query_variables():
     ]
 
 
-def test_configmaps_without_the_dashboard_label_are_not_read():
+def test_dashboards_without_the_sidecar_label_are_read_too_and_other_json_is_not():
+    """An unlabelled dashboard is still checked (COL221 says Grafana will not load it); JSON that
+    is not a dashboard (no panels or rows) is no dashboard."""
     board = {"title": "T", "panels": [{"title": "P", "targets": [{"refId": "A", "expr": "nope("}]}]}
-    assert list(promql.queries(_docs(_dashboard(board, labels={"app": "x"})))) == []
+    assert [q.expr for q in promql.queries(_docs(_dashboard(board, labels={"app": "x"})))] == ["nope("]
+    assert list(promql.queries(_docs(_dashboard({"settings": {"expr": "x"}}, labels={"app": "x"})))) == []
 
 
 # --- parsing -----------------------------------------------------------------------------

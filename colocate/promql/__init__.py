@@ -12,9 +12,9 @@ from colocate.grafana import VARIABLE, is_placeholder, substitute_variables, var
 from colocate.promql.catalog import CATALOG_PATH, Catalog, Metric, Removed, catalog, catalog_document
 from colocate.promql.labels import label_problems, output_labels, recorded_metrics, scraped_metrics
 from colocate.promql.parse import Analysis, Selector, analyse, matches_empty
-from colocate.promql.queries import Query, is_dashboard, is_rule_object, queries
+from colocate.promql.queries import Query, dashboard_documents, is_dashboard, is_provisioned, is_rule_object, queries
 
 __all__ = ["VARIABLE", "is_placeholder", "substitute_variables", "variable_query", "CATALOG_PATH", "Catalog",
            "Metric", "Removed", "catalog", "catalog_document", "label_problems", "output_labels",
-           "recorded_metrics", "scraped_metrics", "Analysis", "Selector", "analyse", "matches_empty", "Query", "is_dashboard",
+           "recorded_metrics", "scraped_metrics", "Analysis", "Selector", "analyse", "matches_empty", "Query", "dashboard_documents", "is_dashboard", "is_provisioned",
            "is_rule_object", "queries"]

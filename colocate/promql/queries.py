@@ -28,7 +28,29 @@ class Query:
 
 
 def is_dashboard(doc: Doc) -> bool:
-    return doc.kind == "ConfigMap" and DASHBOARD_SIDECAR_LABEL in (doc.metadata.get("labels") or {})
+    """A ConfigMap holding Grafana dashboard JSON, labelled for the sidecar or not (an unlabelled
+    one is still checked, and rule COL221 says Grafana will not load it)."""
+    return doc.kind == "ConfigMap" and any(True for _ in dashboard_documents(doc))
+
+
+def is_provisioned(doc: Doc) -> bool:
+    """Carries the label kube-prometheus-stack's Grafana sidecar loads dashboards by."""
+    return DASHBOARD_SIDECAR_LABEL in (doc.metadata.get("labels") or {})
+
+
+def dashboard_documents(doc: Doc) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(data key, dashboard) for every ``*.json`` value of a ConfigMap that is a Grafana
+    dashboard (a JSON object with panels or rows)."""
+    data = doc.obj.get("data")
+    for key in sorted(data) if isinstance(data, dict) else ():
+        if not str(key).endswith(".json"):
+            continue
+        try:
+            dashboard = json.loads(data[key])
+        except (TypeError, ValueError):
+            continue
+        if isinstance(dashboard, dict) and ("panels" in dashboard or "rows" in dashboard):
+            yield key, dashboard
 
 
 def is_rule_object(doc: Doc) -> bool:
@@ -62,14 +84,7 @@ def _prometheus(datasource: Any) -> bool:
 
 
 def _dashboard_queries(doc: Doc) -> Iterator[Query]:
-    data = doc.obj.get("data")
-    for key in sorted(data) if isinstance(data, dict) else ():
-        try:
-            dashboard = json.loads(data[key])
-        except (TypeError, ValueError):
-            continue
-        if not isinstance(dashboard, dict):
-            continue
+    for key, dashboard in dashboard_documents(doc):
         base = f"data.{key}"
         title = dashboard.get("title", key)
         for path, panel in walk_panels(dashboard):

@@ -12,6 +12,7 @@ import promql_parser as pp
 
 from colocate import promql
 from colocate.checker import Index, Rule, Violation
+from colocate.model.names import DASHBOARD_SIDECAR_LABEL
 
 
 def _parsed(index: Index) -> Iterator[tuple[promql.Query, promql.Analysis]]:
@@ -113,3 +114,11 @@ def labels_exist(index: Index, rule: Rule) -> Iterator[Violation]:
         known = known if known is not None else _known(index)
         for problem in dict.fromkeys(promql.label_problems(analysis.ast, known)):
             yield Violation(query.doc, query.field, f"{query.where}: {problem}")
+
+
+def dashboard_provisioned(index: Index, rule: Rule) -> Iterator[Violation]:
+    """A ConfigMap of Grafana dashboard JSON without the label the sidecar loads dashboards by."""
+    for doc in index.of_kind("ConfigMap"):
+        if promql.is_dashboard(doc) and not promql.is_provisioned(doc):
+            keys = ", ".join(key for key, _ in promql.dashboard_documents(doc))
+            yield Violation(doc, "metadata.labels", f"holds dashboard JSON ({keys}) but has no {DASHBOARD_SIDECAR_LABEL} label")
