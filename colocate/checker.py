@@ -19,7 +19,7 @@ import jsonschema
 
 from colocate import config as config_mod, kubeconform, manifests
 from colocate.model.cluster import Cluster, reference
-from colocate.model.names import TIER_LABEL
+from colocate.model.names import IGNORE_ANNOTATION, TIER_LABEL
 from colocate.errors import ColocateError, InputError
 from colocate.resources import data_path, repository
 from colocate.model import pool_facts
@@ -83,6 +83,8 @@ class Context:
     pools: tuple[PoolFacts, ...] = ()
     #: Where they were read from, for messages.
     pools_source: str = ""
+    #: The rules of this run (hygiene checks name unknown rule ids).
+    rules: tuple = ()
 
     @property
     def values(self) -> dict[str, str]:
@@ -133,6 +135,8 @@ class CheckResult:
     kubeconform: kubeconform.Result
     objects: int
     rules: list[Rule] = field(default_factory=list)
+    #: Findings an object's colocate.io/ignore annotation silenced, with the reason given.
+    suppressed: list[tuple[Finding, str]] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Finding]:
@@ -195,6 +199,9 @@ def _context(cluster: Cluster, docs: list[Doc], min_argocd_version: tuple[int, i
             {"online": online, "offline": offline}.get(tier, set()).add(doc.name)
     return Context(cluster, online, offline, min_argocd_version, registry_host, frozenset(proxied_registries))
 
+
+#: The rule that reports a suppression without a reason; it cannot itself be suppressed.
+SUPPRESSION_RULE_ID = "COL010"
 
 _REQUIRED = re.compile(r"^'([^']+)' is a required property")
 
@@ -263,6 +270,32 @@ def cluster_pools(docs: list[Doc], cluster: Path | None) -> tuple[tuple[PoolFact
     return pool_facts.from_documents(described), source
 
 
+def suppressions(doc: Doc) -> list[tuple[str, str]]:
+    """(rule id, reason) of an object's ``colocate.io/ignore`` annotation: entries separated by
+    ``;`` or new lines, each ``RULE-ID: reason`` (the reason may be empty: rule COL010 says so)."""
+    text = (doc.metadata.get("annotations") or {}).get(IGNORE_ANNOTATION)
+    out = []
+    for entry in re.split(r"[;\n]", str(text or "")):
+        rule, _, reason = entry.strip().partition(":")
+        if rule.strip():
+            out.append((rule.strip(), reason.strip()))
+    return out
+
+
+def _suppress(findings: list[Finding], docs: list[Doc]) -> tuple[list[Finding], list[tuple[Finding, str]]]:
+    """Split findings into kept and suppressed (with the reason). Only entries with a reason count."""
+    by_doc = {(d.file, d.line): dict((r, why) for r, why in suppressions(d) if why) for d in docs
+              if IGNORE_ANNOTATION in (d.metadata.get("annotations") or {})}
+    kept, silenced = [], []
+    for f in findings:
+        reason = by_doc.get((f.file, f.line), {}).get(f.rule)
+        if reason and f.rule != SUPPRESSION_RULE_ID:
+            silenced.append((f, reason))
+        else:
+            kept.append(f)
+    return kept, silenced
+
+
 def check(paths: list[Path], config_path: Path | None = None, cluster: Path | None = None) -> CheckResult:
     """Validate manifests. Raises ColocateError for unusable input (exit 2)."""
     config = config_mod.load(config_path) if config_path else config_mod.load()
@@ -280,6 +313,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         ctx = _context(reference(config), docs, config.gitops.min_argocd_version,
                        config.registry_host, config.registry_proxy_projects)
         ctx.pools, ctx.pools_source = cluster_pools(docs, cluster)
+        ctx.rules = tuple(rules)
         index = Index(docs, ctx)
         rule_findings = evaluate(rules, index)
         schema_result = kubeconform.wait(validation)
@@ -287,6 +321,6 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         if validation.poll() is None:
             validation.kill()
             validation.wait()
-    findings = _schema_result_findings(schema_result, docs) + rule_findings
+    findings, suppressed = _suppress(_schema_result_findings(schema_result, docs) + rule_findings, docs)
     findings.sort(key=lambda f: (f.file, f.line, f.rule, f.field))
-    return CheckResult(findings, schema_result, len(docs), list(rules))
+    return CheckResult(findings, schema_result, len(docs), list(rules), suppressed)

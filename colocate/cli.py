@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -44,12 +45,42 @@ def _synth_command(args: argparse.Namespace) -> str:
 def _check(args: argparse.Namespace) -> int:
     from colocate import checker, report
 
-    result = checker.check([Path(p) for p in args.paths or ["dist"]],
-                           Path(args.config) if args.config else None,
+    if args.explain:
+        return _explain(args.explain)
+    paths = [Path(p) for p in args.paths] if args.paths else [_default_dist()]
+    result = checker.check(paths, Path(args.config) if args.config else None,
                            Path(args.cluster) if args.cluster else None)
-    out = report.to_json(result) if args.format == "json" else report.to_text(result)
-    sys.stdout.write(out)
-    return EXIT_FINDINGS if result.errors else EXIT_OK
+    if args.format == "text":
+        sys.stdout.write(report.to_text(result, colour=report.use_colour(sys.stdout)))
+    else:
+        sys.stdout.write(report.FORMATS[args.format](result))
+    failing = result.findings if args.fail_on == "warning" else result.errors
+    return EXIT_FINDINGS if failing else EXIT_OK
+
+
+def _default_dist() -> Path:
+    """dist/ of the working directory, else the repository's (say which, run from a subfolder)."""
+    here = Path("dist")
+    if here.is_dir():
+        return here
+    ours = _root() / "dist"
+    print(f"colocate: no dist/ here; checking {ours}", file=sys.stderr)
+    return ours
+
+
+def _explain(rule_id: str) -> int:
+    from colocate import checker
+
+    rules = {r.id: r for r in checker.load_rules()}
+    rule = rules.get(rule_id.upper())
+    if rule is None:
+        raise ColocateError(f"--explain {rule_id!r}: no such rule; `colocate rules` lists them")
+    fixtures = sorted((_root() / "tests" / "policies" / "fixtures" / rule.id).glob("*.yaml"))
+    print(f"{rule.id} {rule.name} ({rule.severity}, {rule.category})\n\n{rule.rationale}\n\n"
+          f"Checks: {rule.message}\nFix: {rule.fix}")
+    if fixtures:
+        print("Examples: " + ", ".join(str(p.relative_to(_root())) for p in fixtures))
+    return EXIT_OK
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -108,30 +139,53 @@ def _offline(args: argparse.Namespace) -> int:
 
 
 def _rules(args: argparse.Namespace) -> int:
+    import json
     from colocate import checker
 
-    for rule in checker.load_rules():
+    rules = checker.load_rules()
+    if args.format == "json":
+        print(json.dumps([{"id": r.id, "name": r.name, "severity": r.severity, "category": r.category,
+                           "message": r.message, "rationale": r.rationale, "fix": r.fix} for r in rules], indent=2))
+        return EXIT_OK
+    for rule in rules:
         print(f"{rule.id:7} {rule.severity:8} {rule.name:40} {rule.rationale}")
     return EXIT_OK
 
 
+CHECK_EXIT_CODES = """exit codes:
+  0  no finding at or above --fail-on (default: no error)
+  1  findings at or above --fail-on, and nothing else
+  2  bad input: an unreadable file, invalid YAML or config, a missing tool; nothing was judged"""
+
+
 def parser() -> argparse.ArgumentParser:
+    from colocate import __version__
+
     p = argparse.ArgumentParser(prog="colocate", description=__doc__)
+    p.add_argument("--version", action="version", version=f"colocate {__version__}")
     p.add_argument("--config", help="colocate.yaml to use (default: the repository's)")
+    # The same global options are accepted after the subcommand too (SUPPRESS keeps the outer value).
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", default=argparse.SUPPRESS, help="colocate.yaml to use (default: the repository's)")
     sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("synth", help="synthesize the cluster into dist/")
+    s = sub.add_parser("synth", parents=[common], help="synthesize the cluster into dist/")
     s.add_argument("--outdir", default=str(_root() / "dist"), help="output folder (default: dist/)")
     s.add_argument("--jobs", default=str(_root() / "jobs"), help="folder of job request files (default: jobs/)")
     s.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 and list the files when the output folder is stale")
     s.set_defaults(func=_synth)
-    c = sub.add_parser("check", help="validate manifests with kubeconform and the policy rules")
-    c.add_argument("paths", nargs="*", help="files or folders (default: dist/)")
-    c.add_argument("--format", choices=("text", "json"), default="text")
+    c = sub.add_parser("check", parents=[common], help="validate manifests with kubeconform and the policy rules",
+                       epilog=CHECK_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("paths", nargs="*", help="files or folders (default: dist/ here, else the repository's)")
+    c.add_argument("--format", choices=("text", "json", "sarif"), default="text",
+                   help="text (grouped by file; colour on a terminal unless NO_COLOR), json, or SARIF 2.1.0")
+    c.add_argument("--fail-on", choices=("error", "warning"), default="error",
+                   help="lowest severity that makes the exit code 1 (default: error)")
+    c.add_argument("--explain", metavar="RULE-ID", help="print a rule's rationale, fix and examples, and exit")
     c.add_argument("--cluster", help="file or folder of NodePool descriptions the capacity rules judge against "
                                      "(default: those among the checked files, else the repository's dist/nodes/)")
     c.set_defaults(func=_check)
-    d = sub.add_parser("diff", help="what a change to dist/ does to the cluster, per Argo CD Application",
+    d = sub.add_parser("diff", parents=[common], help="what a change to dist/ does to the cluster, per Argo CD Application",
                        description="Compare dist/ at two git revisions: objects added, removed and changed, "
                                    "dangerous changes first, and the policy findings introduced and resolved.")
     d.add_argument("base", nargs="?", help="git revision (default: the merge-base of HEAD with main)")
@@ -141,11 +195,11 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--no-policy", action="store_true", help="skip running colocate check on both trees")
     d.add_argument("--no-capacity", action="store_true", help="skip the requests per pool and tier")
     d.set_defaults(func=_diff)
-    k = sub.add_parser("capacity", help="requests per pool and tier against allocatable, and quota use")
+    k = sub.add_parser("capacity", parents=[common], help="requests per pool and tier against allocatable, and quota use")
     k.add_argument("path", nargs="?", default=str(_root() / "dist"), help="dist/ folder (default: the repository's dist/)")
     k.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     k.set_defaults(func=_capacity)
-    o = sub.add_parser("report", help="the co-location headline from a Prometheus: utilisation, P99, preemptions",
+    o = sub.add_parser("report", parents=[common], help="the co-location headline from a Prometheus: utilisation, P99, preemptions",
                        description="Ask a Prometheus (HTTP API) for the seed's headline figures: utilisation per "
                                    "pool, night against day; P99 against baseline per online service while training "
                                    "ran beside it; training pods preempted; GPU-hours delivered to training.")
@@ -157,7 +211,7 @@ def parser() -> argparse.ArgumentParser:
     o.add_argument("--timezone", default="UTC", help="time zone of --night (default UTC)")
     o.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     o.set_defaults(func=_report)
-    f = sub.add_parser("offline", help="pause or resume the batch load (suspend running TFJobs)",
+    f = sub.add_parser("offline", parents=[common], help="pause or resume the batch load (suspend running TFJobs)",
                        description="pause: suspend every unfinished TFJob (training-operator deletes its pods and "
                                    "keeps the job); resume: un-suspend the TFJobs that pause suspended. Uses kubectl "
                                    "and its current context. Runbook: docs/runbook-latency.md.")
@@ -166,7 +220,8 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: kubectl on PATH)")
     f.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
     f.set_defaults(func=_offline)
-    r = sub.add_parser("rules", help="list every policy rule")
+    r = sub.add_parser("rules", parents=[common], help="list every policy rule")
+    r.add_argument("--format", choices=("text", "json"), default="text")
     r.set_defaults(func=_rules)
     return p
 
@@ -184,6 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     except ColocateError as exc:
         print(f"colocate: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # The reader went away (`colocate rules | head`): stop quietly, as cat does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -12,16 +12,16 @@ from colocate.toolchain import environment
 VENV_BIN = Path(sys.executable).parent
 
 
-def run(args: list[str], cwd: Path = ROOT, check: bool = False) -> subprocess.CompletedProcess:
-    proc = subprocess.run(args, cwd=cwd, env=environment(), capture_output=True, text=True)
+def run(args: list[str], cwd: Path = ROOT, check: bool = False, env: dict | None = None) -> subprocess.CompletedProcess:
+    proc = subprocess.run(args, cwd=cwd, env={**environment(), **(env or {})}, capture_output=True, text=True)
     if check and proc.returncode:
         raise AssertionError(f"{' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
 
 
-def colocate(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+def colocate(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
     """The installed console script, exactly as a user runs it."""
-    return run([str(VENV_BIN / "colocate"), *args], cwd=cwd)
+    return run([str(VENV_BIN / "colocate"), *args], cwd=cwd, env=env)
 
 
 

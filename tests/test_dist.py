@@ -70,8 +70,8 @@ def test_check_names_an_offline_deployment_without_priority(tmp_path):
     }))
     proc = colocate("check", str(copy))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    line = next(l for l in proc.stdout.splitlines() if "COL004" in l)
-    assert line.startswith("ERROR COL004 ") and "training-extra.yaml Deployment/training/adhoc-trainer" in line
+    line = next(l.strip() for l in proc.stdout.splitlines() if "COL004" in l)
+    assert line.startswith("ERROR COL004 ") and "training-extra.yaml:1 Deployment/training/adhoc-trainer" in line
     assert "spec.template.spec.priorityClassName" in line and "offline-batch" in line
     data = json.loads(colocate("check", str(copy), "--format", "json").stdout)
     assert [f["name"] for f in data["findings"]] == ["adhoc-trainer"]

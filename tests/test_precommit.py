@@ -1,6 +1,8 @@
 """The pre-commit hooks, run by the real pre-commit framework in a git repository."""
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 from colocate import ROOT
@@ -35,4 +37,4 @@ def test_hooks_pass_on_a_clean_tree_and_fail_on_a_hand_edited_manifest(tmp_path)
     assert code == 1, out
     assert f"modified {repo / DEPLOYMENT}" in out, out
     assert "run `colocate synth" in out
-    assert f"ERROR COL002 {DEPLOYMENT} Deployment/online/recsys-inference" in out, out
+    assert re.search(rf"ERROR COL002 {re.escape(DEPLOYMENT)}:\d+ Deployment/online/recsys-inference", out), out

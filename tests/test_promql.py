@@ -291,7 +291,7 @@ def test_cli_rejects_the_seeds_removed_metric_and_suggests_the_v2_name(tmp_path)
     path.write_text(yaml.safe_dump(rule))
     proc = colocate("check", str(path))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    line = next(l for l in proc.stdout.splitlines() if l.startswith("ERROR COL200 "))
+    line = next(l.strip() for l in proc.stdout.splitlines() if l.strip().startswith("ERROR COL200 "))
     assert "PrometheusRule/monitoring/seed-alerts: spec.groups[0].rules[0].expr:" in line
     assert 'alert "TrainingCPURequestsHigh"' in line
     assert 'use kube_pod_container_resource_requests{resource="cpu",unit="core"}' in line
@@ -302,7 +302,7 @@ def test_cli_names_the_rule_and_the_panel_of_a_syntax_error():
     proc = colocate("check", str(FIXTURES / "COL200" / "fail.syntax-rule.yaml"),
                     str(FIXTURES / "COL200" / "fail.syntax-panel.yaml"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    errors = [l for l in proc.stdout.splitlines() if l.startswith("ERROR COL200 ")]
+    errors = [l.strip() for l in proc.stdout.splitlines() if l.strip().startswith("ERROR COL200 ")]
     assert any('alert "NodeCPUHigh": syntax error: unclosed left parenthesis' in l for l in errors)
     assert any('data.broken.json panels[0] "GPU utilisation" targets[A].expr' in l
                and 'panel "GPU utilisation" query A: syntax error' in l for l in errors)

@@ -65,6 +65,8 @@ REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
 TFJOB_CONTROLLER = "tfjob-controller"
 TFJOB_GROUP, TFJOB_VERSION, TFJOB_KIND, TFJOB_PLURAL = "kubeflow.org", "v1", "TFJob", "tfjobs"
+#: ``colocate check`` suppression on an object: ``"COL004: reason; COL108: reason"``.
+IGNORE_ANNOTATION = "colocate.io/ignore"
 #: Marks a TFJob that ``colocate offline pause`` suspended, so resume starts only those.
 PAUSED_BY_ANNOTATION = "colocate.io/paused-by"
 #: A memory limit far above the request is memory the node does not have when every pod bursts:
