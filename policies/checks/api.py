@@ -1,0 +1,212 @@
+"""What the API server rejects and a schema cannot see: values compared with each other, sizes,
+names that must be unique, references to other objects. Each check follows the validation
+function docs/api-server.md names (kubernetes v1.28.15)."""
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any, Iterator, Mapping
+
+from colocate import quantity
+from colocate.checker import Index, Rule, Violation
+from colocate.manifests import PodSpec
+from colocate.model.names import BUILTIN_PRIORITY_CLASSES, GPU
+from colocate.policies.checks.gitops import ANNOTATIONS_LIMIT
+
+#: ConfigMap and Secret data hold at most 1 MiB (pkg/apis/core/types.go MaxSecretSize).
+DATA_LIMIT = 1024 * 1024
+
+
+def _overcommit_allowed(name: str) -> bool:
+    """helper.IsOvercommitAllowed: native resources (no '/', or containing "kubernetes.io/"),
+    hugepages excepted; an extended resource such as nvidia.com/gpu needs request == limit."""
+    native = "/" not in name or "kubernetes.io/" in name
+    return native and not name.startswith("hugepages-")
+
+
+def _quantity(value: Any):
+    try:
+        return quantity.parse(value)
+    except (TypeError, ValueError, ArithmeticError):
+        return None
+
+
+def _all_containers(pod: PodSpec) -> Iterator[tuple[str, dict[str, Any]]]:
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        items = pod.spec.get(key)
+        for i, container in enumerate(items if isinstance(items, list) else []):
+            if isinstance(container, dict):
+                yield f"{pod.path}.{key}[{i}]", container
+
+
+def request_above_limit(index: Index, rule: Rule) -> Iterator[Violation]:
+    """ValidateResourceRequirements: a request above its limit; for extended resources and
+    hugepages a request other than the limit. GPUs are COL101's (one finding per fault)."""
+    for pod in index.pods():
+        for path, container in _all_containers(pod):
+            resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+            requests, limits = resources.get("requests"), resources.get("limits")
+            if not isinstance(requests, dict) or not isinstance(limits, dict):
+                continue
+            for name, value in requests.items():
+                if name == GPU:
+                    continue
+                request, limit = _quantity(value), _quantity(limits.get(name))
+                if request is None or limit is None:
+                    continue
+                if request > limit:
+                    yield Violation(pod.doc, f"{path}.resources.requests.{name}",
+                                    f"request {value} is above the limit {limits[name]}")
+                elif request != limit and not _overcommit_allowed(str(name)):
+                    yield Violation(pod.doc, f"{path}.resources.requests.{name}",
+                                    f"{name} cannot be overcommitted: request {value} must equal the limit {limits[name]}")
+
+
+def _matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
+    """metav1.LabelSelectorAsSelector(...).Matches: every matchLabels pair and every expression."""
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if key not in labels or str(labels[key]) != str(value):
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), [str(v) for v in expr.get("values") or []]
+        present = key in labels
+        if op == "In" and not (present and str(labels[key]) in values):
+            return False
+        if op == "NotIn" and present and str(labels[key]) in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+    return True
+
+
+#: Kinds whose validation compares spec.selector with the template labels (apps: ValidateDeploymentSpec,
+#: ValidateReplicaSetSpec, ValidateStatefulSetSpec, ValidateDaemonSetSpec; batch: validateJobSpec
+#: with manualSelector; core: ValidateReplicationControllerSpec, whose selector is a plain map).
+_SELECTOR_KINDS = {"Deployment": "apps", "ReplicaSet": "apps", "StatefulSet": "apps", "DaemonSet": "apps",
+                   "Job": "batch", "ReplicationController": ""}
+
+
+def selector_matches_template(index: Index, rule: Rule) -> Iterator[Violation]:
+    """The workload's selector selects its own pod template's labels."""
+    for pod in index.pods():
+        doc = pod.doc
+        if _SELECTOR_KINDS.get(doc.kind) != doc.group:
+            continue
+        spec = doc.obj.get("spec") or {}
+        selector = spec.get("selector")
+        if doc.kind == "ReplicationController":
+            # An empty selector is defaulted from the template labels.
+            selector = {"matchLabels": selector} if isinstance(selector, dict) and selector else None
+        elif doc.kind == "Job" and not spec.get("manualSelector"):
+            continue  # the Job controller generates selector and labels itself
+        if not isinstance(selector, dict) or not (selector.get("matchLabels") or selector.get("matchExpressions")):
+            continue  # empty or missing selectors are the schema's and kubeconform's
+        if not _matches(selector, pod.labels):
+            yield Violation(doc, "spec.selector", f"selects {_describe(selector)}, the template's labels are "
+                                                  f"{dict(sorted(pod.labels.items()))}")
+
+
+def _describe(selector: Mapping[str, Any]) -> str:
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    parts += [f"{e.get('key')} {e.get('operator')} {e.get('values') or ''}".rstrip()
+              for e in selector.get("matchExpressions") or []]
+    return ", ".join(parts)
+
+
+def _annotations_size(annotations: Any) -> int:
+    """apimachinery ValidateAnnotationsSize: the byte length of every key and value."""
+    if not isinstance(annotations, dict):
+        return 0
+    return sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
+
+
+def annotations_size(index: Index, rule: Rule) -> Iterator[Violation]:
+    """metadata.annotations of an object, and of a pod template, within 256 KiB."""
+    for doc in index.api_objects():
+        size = _annotations_size(doc.metadata.get("annotations"))
+        if size > ANNOTATIONS_LIMIT:
+            yield Violation(doc, "metadata.annotations", f"{size} bytes, the limit is {ANNOTATIONS_LIMIT}")
+    for pod in index.pods():
+        template = pod.path.rpartition(".spec")[0]
+        if not template or pod.doc.kind == "Pod":
+            continue
+        node: Any = pod.doc.obj
+        for key in template.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        size = _annotations_size(((node or {}).get("metadata") or {}).get("annotations"))
+        if size > ANNOTATIONS_LIMIT:
+            yield Violation(pod.doc, f"{template}.metadata.annotations", f"{size} bytes, the limit is {ANNOTATIONS_LIMIT}")
+
+
+def _decoded_size(value: Any) -> int:
+    """Base64 data as the API server stores it: decoded bytes (an undecodable value counts as is)."""
+    try:
+        return len(base64.b64decode(str(value), validate=True))
+    except (binascii.Error, ValueError):
+        return len(str(value).encode())
+
+
+def data_size(index: Index, rule: Rule) -> Iterator[Violation]:
+    """ValidateConfigMap (data + binaryData) and ValidateSecret (data, stringData merged into it
+    on conversion) within MaxSecretSize."""
+    for doc in index.api_objects():
+        if doc.group != "" or doc.kind not in ("ConfigMap", "Secret"):
+            continue
+        sizes: dict[str, int] = {}
+        data = doc.obj.get("data") if isinstance(doc.obj.get("data"), dict) else {}
+        if doc.kind == "ConfigMap":
+            sizes.update({k: len(str(v).encode()) for k, v in data.items()})
+            binary = doc.obj.get("binaryData") if isinstance(doc.obj.get("binaryData"), dict) else {}
+            sizes.update({f"binaryData:{k}": _decoded_size(v) for k, v in binary.items()})
+        else:
+            sizes.update({k: _decoded_size(v) for k, v in data.items()})
+            string_data = doc.obj.get("stringData") if isinstance(doc.obj.get("stringData"), dict) else {}
+            sizes.update({k: len(str(v).encode()) for k, v in string_data.items()})
+        total = sum(sizes.values())
+        if total > DATA_LIMIT:
+            yield Violation(doc, "data", f"{total} bytes, the limit is {DATA_LIMIT}")
+
+
+def duplicate_names(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Container names unique across containers, init and ephemeral containers (validateContainers,
+    validateInitContainers, validateEphemeralContainers); port names unique within a container
+    (validateContainerPorts); a hostPort/protocol/hostIP once among the containers
+    (checkHostPortConflicts; init containers each on their own, they run one at a time)."""
+    for pod in index.pods():
+        seen: set[str] = set()
+        host_ports: set[str] = set()
+        for path, container in _all_containers(pod):
+            name = container.get("name")
+            if isinstance(name, str) and name:
+                if name in seen:
+                    yield Violation(pod.doc, f"{path}.name", f"container name {name!r} is used twice")
+                seen.add(name)
+            ports = container.get("ports")
+            port_names: set[str] = set()
+            own_host_ports: set[str] = set()
+            for i, port in enumerate(ports if isinstance(ports, list) else []):
+                if not isinstance(port, dict):
+                    continue
+                port_name = port.get("name")
+                if port_name:
+                    if port_name in port_names:
+                        yield Violation(pod.doc, f"{path}.ports[{i}].name", f"port name {port_name!r} is used twice")
+                    port_names.add(port_name)
+                if port.get("hostPort"):
+                    key = f"{port.get('protocol') or 'TCP'}/{port.get('hostIP') or ''}/{port['hostPort']}"
+                    pool = own_host_ports if ".initContainers[" in path else host_ports
+                    if key in pool:
+                        yield Violation(pod.doc, f"{path}.ports[{i}].hostPort", f"host port {key} is used twice")
+                    pool.add(key)
+
+
+def priority_class_exists(index: Index, rule: Rule) -> Iterator[Violation]:
+    """The priority admission plugin refuses a pod whose priorityClassName no PriorityClass defines."""
+    known = set(BUILTIN_PRIORITY_CLASSES) | {t.name for t in index.ctx.cluster.tiers}
+    known |= {d.name for d in index.of_kind("PriorityClass") if d.group == "scheduling.k8s.io"}
+    for pod in index.pods():
+        name = pod.spec.get("priorityClassName")
+        if name and name not in known:
+            yield Violation(pod.doc, f"{pod.path}.priorityClassName", f"no PriorityClass is named {name!r}")
