@@ -1,0 +1,270 @@
+"""Security checks: host access only for the system components that need it, Pod Security
+admission, pinned images, no secrets in manifests, no escalating RBAC."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from colocate.checker import Index, Rule, Violation
+from colocate.manifests import PodSpec
+from colocate.model.names import kps_fullname
+from colocate.model.scheduling import ImageRef
+
+
+@dataclass(frozen=True)
+class SystemComponent:
+    """A node agent that needs host access, recognised by its image repository (any registry or
+    mirror project in front of it), with what it needs and why (docs/security.md has the sources)."""
+
+    image: str
+    reason: str
+    privileged: bool = False
+    host_namespaces: frozenset[str] = frozenset()
+    host_paths: tuple[str, ...] = ()
+    capabilities: frozenset[str] = frozenset()
+
+    def runs(self, image: Any) -> bool:
+        if not isinstance(image, str):
+            return False
+        repository = ImageRef.parse(image).repository
+        return repository == self.image or repository.endswith("/" + self.image)
+
+
+SYSTEM_COMPONENTS = (
+    SystemComponent(
+        "prometheus/node-exporter",
+        "node-exporter reads the host's /proc, /sys and file systems and serves on the node's network "
+        "(prometheus-node-exporter chart 4.24.0, the one kube-prometheus-stack 55.5.1 pulls in); "
+        "SYS_TIME for its time collector, as the chart offers and kube-prometheus v0.13.0 sets",
+        host_namespaces=frozenset({"hostNetwork", "hostPID"}), host_paths=("/",), capabilities=frozenset({"SYS_TIME"})),
+    SystemComponent(
+        "nvidia/k8s/dcgm-exporter",
+        "dcgm-exporter reads the kubelet's pod-resources socket to map GPUs to pods and needs SYS_ADMIN "
+        "for DCGM profiling metrics (dcgm-exporter chart 3.3.0)",
+        host_paths=("/var/lib/kubelet/pod-resources",), capabilities=frozenset({"SYS_ADMIN"})),
+    SystemComponent(
+        "nvidia/k8s-device-plugin",
+        "the device plugin registers with the kubelet through /var/lib/kubelet/device-plugins; it runs "
+        "privileged with compatWithCPUManager and needs SYS_ADMIN for MIG (nvidia-device-plugin chart 0.14.5)",
+        privileged=True, host_paths=("/var/lib/kubelet/device-plugins",), capabilities=frozenset({"SYS_ADMIN"})),
+)
+#: Restricted Pod Security lets any container add this one capability.
+UNPRIVILEGED_CAPABILITIES = frozenset({"NET_BIND_SERVICE"})
+
+
+def _containers(pod: PodSpec) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every container Pod Security visits: init, regular and ephemeral."""
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        items = pod.spec.get(key)
+        for i, container in enumerate(items if isinstance(items, list) else []):
+            if isinstance(container, dict):
+                yield f"{pod.path}.{key}[{i}]", container
+
+
+def _security_context(container: dict[str, Any]) -> dict[str, Any]:
+    sc = container.get("securityContext")
+    return sc if isinstance(sc, dict) else {}
+
+
+def _added(container: dict[str, Any]) -> list[str]:
+    caps = _security_context(container).get("capabilities")
+    added = caps.get("add") if isinstance(caps, dict) else None
+    return [str(c) for c in added] if isinstance(added, list) else []
+
+
+def _components(pod: PodSpec) -> list[SystemComponent]:
+    images = [c.get("image") for _, c in _containers(pod)]
+    return [s for s in SYSTEM_COMPONENTS if any(s.runs(i) for i in images)]
+
+
+def _component(container: dict[str, Any]) -> SystemComponent | None:
+    return next((s for s in SYSTEM_COMPONENTS if s.runs(container.get("image"))), None)
+
+
+def privileged_container(index: Index, rule: Rule) -> Iterator[Violation]:
+    for pod in index.pods():
+        for path, container in _containers(pod):
+            component = _component(container)
+            if _security_context(container).get("privileged") is True and not (component and component.privileged):
+                yield Violation(pod.doc, f"{path}.securityContext.privileged", f"{container.get('image')} is not a "
+                                                                              "system component that needs it")
+
+
+def host_namespaces(index: Index, rule: Rule) -> Iterator[Violation]:
+    for pod in index.pods():
+        allowed = set().union(*(c.host_namespaces for c in _components(pod)))
+        for key in ("hostNetwork", "hostPID", "hostIPC"):
+            if pod.spec.get(key) is True and key not in allowed:
+                yield Violation(pod.doc, f"{pod.path}.{key}")
+
+
+def _under(path: str, prefix: str) -> bool:
+    path, prefix = path.rstrip("/") or "/", prefix.rstrip("/") or "/"
+    return prefix == "/" or path == prefix or path.startswith(prefix + "/")
+
+
+def host_path_volume(index: Index, rule: Rule) -> Iterator[Violation]:
+    for pod in index.pods():
+        prefixes = [p for c in _components(pod) for p in c.host_paths]
+        volumes = pod.spec.get("volumes")
+        for i, volume in enumerate(volumes if isinstance(volumes, list) else []):
+            host_path = volume.get("hostPath") if isinstance(volume, dict) else None
+            if not isinstance(host_path, dict):
+                continue
+            path = str(host_path.get("path", ""))
+            if not any(_under(path, p) for p in prefixes):
+                yield Violation(pod.doc, f"{pod.path}.volumes[{i}].hostPath", f"mounts the node's {path}")
+
+
+def added_capabilities(index: Index, rule: Rule) -> Iterator[Violation]:
+    for pod in index.pods():
+        for path, container in _containers(pod):
+            component = _component(container)
+            allowed = UNPRIVILEGED_CAPABILITIES | (component.capabilities if component else frozenset())
+            extra = sorted(set(_added(container)) - allowed)
+            if extra:
+                yield Violation(pod.doc, f"{path}.securityContext.capabilities.add", ", ".join(extra))
+
+
+# --- Pod Security admission (k8s.io/pod-security-admission policy/check_*.go, v0.28.15) ---------
+ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
+LEVELS = ("privileged", "baseline", "restricted")
+#: check_capabilities_baseline.go capabilities_allowed_1_0.
+BASELINE_CAPABILITIES = frozenset({"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+                                   "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"})
+#: check_restrictedVolumes.go: the only volume types restricted allows.
+RESTRICTED_VOLUMES = frozenset({"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+                                "projected", "secret"})
+
+
+def _baseline(pod: PodSpec) -> Iterator[tuple[str, str]]:
+    spec = pod.spec
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if spec.get(key) is True:
+            yield f"{pod.path}.{key}", f"{key}=true"
+    for i, volume in enumerate(spec.get("volumes") or []):
+        if isinstance(volume, dict) and "hostPath" in volume:
+            yield f"{pod.path}.volumes[{i}].hostPath", "hostPath volumes"
+    pod_sc = spec.get("securityContext") if isinstance(spec.get("securityContext"), dict) else {}
+    if (pod_sc.get("seccompProfile") or {}).get("type") == "Unconfined":
+        yield f"{pod.path}.securityContext.seccompProfile.type", "seccompProfile Unconfined"
+    for path, container in _containers(pod):
+        sc = _security_context(container)
+        if sc.get("privileged") is True:
+            yield f"{path}.securityContext.privileged", "privileged"
+        extra = sorted(set(_added(container)) - BASELINE_CAPABILITIES)
+        if extra:
+            yield f"{path}.securityContext.capabilities.add", f"capabilities {', '.join(extra)}"
+        if sc.get("procMount") not in (None, "Default"):
+            yield f"{path}.securityContext.procMount", f"procMount {sc['procMount']}"
+        if (sc.get("seccompProfile") or {}).get("type") == "Unconfined":
+            yield f"{path}.securityContext.seccompProfile.type", "seccompProfile Unconfined"
+        for j, port in enumerate(container.get("ports") or []):
+            if isinstance(port, dict) and port.get("hostPort"):
+                yield f"{path}.ports[{j}].hostPort", "hostPort"
+
+
+def _restricted(pod: PodSpec) -> Iterator[tuple[str, str]]:
+    spec = pod.spec
+    pod_sc = spec.get("securityContext") if isinstance(spec.get("securityContext"), dict) else {}
+    for i, volume in enumerate(spec.get("volumes") or []):
+        if isinstance(volume, dict):
+            kinds = set(volume) - {"name"}
+            if kinds and not kinds <= RESTRICTED_VOLUMES and "hostPath" not in kinds:
+                yield f"{pod.path}.volumes[{i}]", f"{', '.join(sorted(kinds - RESTRICTED_VOLUMES))} volumes"
+    if pod_sc.get("runAsNonRoot") is False:
+        yield f"{pod.path}.securityContext.runAsNonRoot", "runAsNonRoot=false"
+    if pod_sc.get("runAsUser") == 0:
+        yield f"{pod.path}.securityContext.runAsUser", "runAsUser=0"
+    pod_seccomp = (pod_sc.get("seccompProfile") or {}).get("type") in ("RuntimeDefault", "Localhost")
+    for path, container in _containers(pod):
+        sc = _security_context(container)
+        if sc.get("allowPrivilegeEscalation") is not False:
+            yield f"{path}.securityContext.allowPrivilegeEscalation", "allowPrivilegeEscalation must be false"
+        if sc.get("runAsNonRoot") is False or (sc.get("runAsNonRoot") is None and pod_sc.get("runAsNonRoot") is not True):
+            yield f"{path}.securityContext.runAsNonRoot", "runAsNonRoot must be true (pod or container)"
+        if sc.get("runAsUser") == 0:
+            yield f"{path}.securityContext.runAsUser", "runAsUser=0"
+        seccomp = (sc.get("seccompProfile") or {}).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost") and not (seccomp is None and pod_seccomp):
+            yield f"{path}.securityContext.seccompProfile.type", "seccompProfile must be RuntimeDefault or Localhost"
+        caps = sc.get("capabilities") if isinstance(sc.get("capabilities"), dict) else {}
+        if "ALL" not in (caps.get("drop") or []):
+            yield f"{path}.securityContext.capabilities.drop", 'capabilities.drop must hold "ALL"'
+        extra = sorted(set(_added(container)) - UNPRIVILEGED_CAPABILITIES)
+        if extra:
+            yield f"{path}.securityContext.capabilities.add", f"capabilities {', '.join(extra)}"
+
+
+def pod_security(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Pods the enforce level of their namespace (a Namespace among the checked objects) refuses."""
+    levels = {}
+    for ns in index.of_kind("Namespace"):
+        level = (ns.metadata.get("labels") or {}).get(ENFORCE_LABEL)
+        if level in LEVELS:
+            levels[ns.name] = level
+    for pod in index.pods():
+        level = levels.get(pod.doc.namespace, "privileged")
+        if level == "privileged":
+            continue
+        found = list(_baseline(pod))
+        if level == "restricted":
+            found += [f for f in _restricted(pod) if f[0] not in {p for p, _ in found}]
+        for field, what in found:
+            yield Violation(pod.doc, field, f"namespace {pod.doc.namespace} enforces {level}: {what}")
+
+
+def image_pinned(index: Index, rule: Rule) -> Iterator[Violation]:
+    for pod in index.pods():
+        for path, container in _containers(pod):
+            image = container.get("image")
+            if isinstance(image, str) and image and not ImageRef.parse(image).pinned:
+                yield Violation(pod.doc, f"{path}.image", f"{image} has {'the tag latest' if ImageRef.parse(image).tag else 'no tag'}")
+
+
+def secret_in_manifests(index: Index, rule: Rule) -> Iterator[Violation]:
+    for doc in index.of_kind("Secret"):
+        if doc.group != "":
+            continue
+        for key in ("data", "stringData"):
+            if doc.obj.get(key):
+                yield Violation(doc, key, f"{len(doc.obj[key]) if isinstance(doc.obj[key], dict) else 'some'} "
+                                          "value(s) in the repository")
+
+
+#: Verbs that grant more than the rule lists (RBAC escalation checks:
+#: plugin/pkg/auth/authorizer/rbac/rbac.go and pkg/registry/rbac/escalation_check.go).
+ESCALATION_VERBS = frozenset({"bind", "escalate", "impersonate"})
+
+
+def upstream_roles(index: Index) -> dict[str, str]:
+    """ClusterRoles upstream projects ship with wildcards on purpose, and why (docs/security.md)."""
+    operator = ("the Prometheus operator manages its custom resources, StatefulSets, ConfigMaps and Secrets "
+                "(kube-prometheus-stack 55.5.1)")
+    return {
+        "argocd-application-controller": "Argo CD syncs any kind into any namespace (argo-cd v2.10.15)",
+        "argocd-server": "the Argo CD UI gets, patches and deletes any live object (argo-cd v2.10.15)",
+        f"{kps_fullname(index.ctx.cluster.prometheus_release)}-operator": operator,
+        "prometheus-operator": operator + ", as kube-prometheus v0.13.0 names it",
+    }
+
+
+def rbac_wildcards(index: Index, rule: Rule) -> Iterator[Violation]:
+    allowed = upstream_roles(index)
+    for doc in index.api_objects():
+        if doc.kind not in ("ClusterRole", "Role") or doc.group != "rbac.authorization.k8s.io":
+            continue
+        if doc.kind == "ClusterRole" and doc.name in allowed:
+            continue
+        rules = doc.obj.get("rules")
+        for i, rbac_rule in enumerate(rules if isinstance(rules, list) else []):
+            if not isinstance(rbac_rule, dict):
+                continue
+            verbs = {str(v) for v in rbac_rule.get("verbs") or []}
+            resources = {str(r) for r in rbac_rule.get("resources") or []}
+            if "*" in verbs:
+                yield Violation(doc, f"rules[{i}].verbs", "verbs '*'")
+            elif verbs & ESCALATION_VERBS:
+                yield Violation(doc, f"rules[{i}].verbs", f"verbs {', '.join(sorted(verbs & ESCALATION_VERBS))}")
+            if "*" in resources:
+                yield Violation(doc, f"rules[{i}].resources", "resources '*'")
