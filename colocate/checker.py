@@ -29,6 +29,8 @@ from colocate.manifests import Doc, PodSpec
 RULES_DIR = data_path("colocate.policies", "rules")
 _RULE_SCHEMA = json.loads(data_path("colocate", "schemas", "rule.schema.json").read_text())
 SCHEMA_RULE_ID = "SCHEMA"
+#: Notices about the input itself: folders that are not plain manifests.
+INPUT_RULE_ID = "INPUT"
 
 
 @dataclass(frozen=True)
@@ -222,18 +224,53 @@ def _schema_findings(rule: Rule, ctx: Context, index: Index) -> Iterator[Violati
             yield Violation(doc, ".".join(parts).replace(".[", "["))
 
 
+def _judge(rule: Rule, index: Index, values: dict[str, str]) -> list[Finding]:
+    if rule.schema is not None:
+        violations: Iterable[Violation] = _schema_findings(rule, index.ctx, index)
+    else:
+        violations = _check_function(rule.check)(index, rule)
+    return [Finding(rule.id, rule.severity, v.doc.file, v.doc.line, v.doc.kind, v.doc.namespace, v.doc.name, v.field,
+                    _fill(rule.message, values) + (f" ({v.detail})" if v.detail else ""), _fill(rule.fix, values))
+            for v in violations]
+
+
+def _unjudged(rule: Rule, index: Index, values: dict[str, str], exc: Exception) -> list[Finding]:
+    """A rule raised: the objects it raises on alone have a shape the rule cannot read (a null
+    container, a string for a list: lenient schemas let some through). Each is an error naming the
+    object, so the check fails closed, and the rule judges the rest. A failure that no single
+    object explains is our bug (exit 3)."""
+    found, unreadable = [], set()
+    for doc in index.docs:
+        try:
+            _judge(rule, Index([doc], index.ctx), values)
+        except ColocateError:
+            raise
+        except Exception as own:
+            unreadable.add(id(doc))
+            found.append(Finding(rule.id, "error", doc.file, doc.line, doc.kind, doc.namespace, doc.name, "",
+                                 f"the rule cannot judge this object ({type(own).__name__}: {own}): a field has "
+                                 "a shape the rule does not expect", "give every field the shape the Kubernetes API "
+                                 "documents for it (no null list items, lists where lists belong)"))
+    if not found:
+        raise exc
+    try:
+        return found + _judge(rule, Index([d for d in index.docs if id(d) not in unreadable], index.ctx), values)
+    except ColocateError:
+        raise
+    except Exception:
+        raise exc from None
+
+
 def evaluate(rules: Iterable[Rule], index: Index) -> list[Finding]:
     findings = []
     values = index.ctx.values
     for rule in rules:
-        if rule.schema is not None:
-            violations = _schema_findings(rule, index.ctx, index)
-        else:
-            violations = _check_function(rule.check)(index, rule)
-        for v in violations:
-            message = _fill(rule.message, values) + (f" ({v.detail})" if v.detail else "")
-            findings.append(Finding(rule.id, rule.severity, v.doc.file, v.doc.line, v.doc.kind, v.doc.namespace,
-                                    v.doc.name, v.field, message, _fill(rule.fix, values)))
+        try:
+            findings.extend(_judge(rule, index, values))
+        except ColocateError:
+            raise
+        except Exception as exc:
+            findings.extend(_unjudged(rule, index, values, exc))
     return findings
 
 
@@ -296,17 +333,23 @@ def _suppress(findings: list[Finding], docs: list[Doc]) -> tuple[list[Finding], 
     return kept, silenced
 
 
+def _skipped_findings(skipped: Iterable[manifests.Skipped]) -> list[Finding]:
+    return [Finding(INPUT_RULE_ID, "warning", s.path, 0, "", "", "", "", s.reason, s.hint) for s in skipped]
+
+
 def check(paths: list[Path], config_path: Path | None = None, cluster: Path | None = None) -> CheckResult:
     """Validate manifests. Raises ColocateError for unusable input (exit 2)."""
     config = config_mod.load(config_path) if config_path else config_mod.load()
-    manifests.files(paths)  # an unknown path is bad input before any tool starts
-    try:
-        validation = kubeconform.start(paths, config.kubernetes_version)
-    except kubeconform.ToolMissing as exc:
-        raise ColocateError(str(exc)) from None
+    inputs = manifests.find(paths)  # an unknown path is bad input before any tool starts
+    if not inputs.files:
+        hint = "".join(f"; {s.path}: {s.reason} ({s.hint})" for s in inputs.skipped)
+        raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{hint}")
+    # kubeconform gets the same files, so a file named twice, or a Helm chart in a folder, is not
+    # validated there either.
+    validation = kubeconform.start(list(inputs.files), config.kubernetes_version)
     # kubeconform takes most of the wall time: parse and run the rules while it works.
     try:
-        docs = manifests.load(paths)
+        docs = manifests.load_files(inputs.files)
         if not docs:
             raise InputError(", ".join(map(str, paths)), "", "no Kubernetes objects found")
         rules = load_rules()
@@ -321,6 +364,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         if validation.poll() is None:
             validation.kill()
             validation.wait()
-    findings, suppressed = _suppress(_schema_result_findings(schema_result, docs) + rule_findings, docs)
+    findings, suppressed = _suppress(_schema_result_findings(schema_result, docs) + rule_findings
+                                     + _skipped_findings(inputs.skipped), docs)
     findings.sort(key=lambda f: (f.file, f.line, f.rule, f.field))
     return CheckResult(findings, schema_result, len(docs), list(rules), suppressed)

@@ -4,11 +4,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from pathlib import Path
 
 from colocate.errors import ColocateError, InputError
 
-EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 3, 130, 141
+CHECK_EXIT_CODES = """exit codes:
+  0    no finding at or above --fail-on (default error; warnings may be listed)
+  1    at least one finding at or above --fail-on, and nothing else
+  2    unusable input: a file that is not YAML, JSON or UTF-8 text, an unknown path, a broken
+       config, kubeconform missing or failing to start; the message names the file (and line)
+  3    internal error in colocate: one line; rerun with --debug for the trace
+  130  interrupted (Ctrl-C)
+  141  the reader of the output went away (e.g. | head), as a shell reports SIGPIPE"""
 
 
 def _synth(args: argparse.Namespace) -> int:
@@ -152,30 +161,35 @@ def _rules(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-CHECK_EXIT_CODES = """exit codes:
-  0  no finding at or above --fail-on (default: no error)
-  1  findings at or above --fail-on, and nothing else
-  2  bad input: an unreadable file, invalid YAML or config, a missing tool; nothing was judged"""
-
-
 def parser() -> argparse.ArgumentParser:
     from colocate import __version__
 
     p = argparse.ArgumentParser(prog="colocate", description=__doc__)
     p.add_argument("--version", action="version", version=f"colocate {__version__}")
     p.add_argument("--config", help="colocate.yaml to use (default: the repository's)")
-    # The same global options are accepted after the subcommand too (SUPPRESS keeps the outer value).
+    p.add_argument("--debug", action="store_true", help="on an internal error, print the Python trace")
+    # Global options are also accepted after the command; SUPPRESS keeps the subcommand from
+    # resetting what was given before it.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", default=argparse.SUPPRESS, help="colocate.yaml to use (default: the repository's)")
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="on an internal error, print the Python trace")
     sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("synth", parents=[common], help="synthesize the cluster into dist/")
+
+    def command(name: str, **kwargs) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[common], **kwargs)
+
+    s = command("synth", help="synthesize the cluster into dist/")
     s.add_argument("--outdir", default=str(_root() / "dist"), help="output folder (default: dist/)")
     s.add_argument("--jobs", default=str(_root() / "jobs"), help="folder of job request files (default: jobs/)")
     s.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 and list the files when the output folder is stale")
     s.set_defaults(func=_synth)
-    c = sub.add_parser("check", parents=[common], help="validate manifests with kubeconform and the policy rules",
-                       epilog=CHECK_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    c = command("check", help="validate manifests with kubeconform and the policy rules",
+                description="Validate YAML and JSON manifests (files or folders; List items one by one) "
+                            "with kubeconform and the policy rules. Folders of Helm charts and Kustomize "
+                            "are reported, not checked: render them first.",
+                epilog=CHECK_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("paths", nargs="*", help="files or folders (default: dist/ here, else the repository's)")
     c.add_argument("--format", choices=("text", "json", "sarif"), default="text",
                    help="text (grouped by file; colour on a terminal unless NO_COLOR), json, or SARIF 2.1.0")
@@ -185,7 +199,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--cluster", help="file or folder of NodePool descriptions the capacity rules judge against "
                                      "(default: those among the checked files, else the repository's dist/nodes/)")
     c.set_defaults(func=_check)
-    d = sub.add_parser("diff", parents=[common], help="what a change to dist/ does to the cluster, per Argo CD Application",
+    d = command("diff", help="what a change to dist/ does to the cluster, per Argo CD Application",
                        description="Compare dist/ at two git revisions: objects added, removed and changed, "
                                    "dangerous changes first, and the policy findings introduced and resolved.")
     d.add_argument("base", nargs="?", help="git revision (default: the merge-base of HEAD with main)")
@@ -195,11 +209,11 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--no-policy", action="store_true", help="skip running colocate check on both trees")
     d.add_argument("--no-capacity", action="store_true", help="skip the requests per pool and tier")
     d.set_defaults(func=_diff)
-    k = sub.add_parser("capacity", parents=[common], help="requests per pool and tier against allocatable, and quota use")
+    k = command("capacity", help="requests per pool and tier against allocatable, and quota use")
     k.add_argument("path", nargs="?", default=str(_root() / "dist"), help="dist/ folder (default: the repository's dist/)")
     k.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     k.set_defaults(func=_capacity)
-    o = sub.add_parser("report", parents=[common], help="the co-location headline from a Prometheus: utilisation, P99, preemptions",
+    o = command("report", help="the co-location headline from a Prometheus: utilisation, P99, preemptions",
                        description="Ask a Prometheus (HTTP API) for the seed's headline figures: utilisation per "
                                    "pool, night against day; P99 against baseline per online service while training "
                                    "ran beside it; training pods preempted; GPU-hours delivered to training.")
@@ -211,7 +225,7 @@ def parser() -> argparse.ArgumentParser:
     o.add_argument("--timezone", default="UTC", help="time zone of --night (default UTC)")
     o.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     o.set_defaults(func=_report)
-    f = sub.add_parser("offline", parents=[common], help="pause or resume the batch load (suspend running TFJobs)",
+    f = command("offline", help="pause or resume the batch load (suspend running TFJobs)",
                        description="pause: suspend every unfinished TFJob (training-operator deletes its pods and "
                                    "keeps the job); resume: un-suspend the TFJobs that pause suspended. Uses kubectl "
                                    "and its current context. Runbook: docs/runbook-latency.md.")
@@ -220,7 +234,7 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: kubectl on PATH)")
     f.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
     f.set_defaults(func=_offline)
-    r = sub.add_parser("rules", parents=[common], help="list every policy rule")
+    r = command("rules", help="list every policy rule")
     r.add_argument("--format", choices=("text", "json"), default="text")
     r.set_defaults(func=_rules)
     return p
@@ -233,16 +247,28 @@ def _root() -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Exit 0 (clean), 1 (findings), 2 (bad input), 3 (our bug), 130 (interrupted)."""
     args = parser().parse_args(argv)
     try:
         return args.func(args)
     except ColocateError as exc:
         print(f"colocate: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("colocate: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # The reader went away (`colocate rules | head`): stop quietly, as cat does.
+        # Nobody reads stdout any more; point it at /dev/null so the exit flush cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
+        return EXIT_PIPE
+    except Exception as exc:
+        if args.debug:
+            traceback.print_exc()
+        said = " ".join(str(exc).split())
+        print(f"colocate: internal error: {type(exc).__name__}{': ' + said if said else ''} "
+              f"(a bug in colocate; {'the trace is above' if args.debug else 'rerun with --debug for the trace'})",
+              file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

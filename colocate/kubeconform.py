@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from colocate import ROOT
+from colocate.errors import ColocateError
 from colocate.schemagen import crd as crdschema
 from colocate.resources import cache_dir, data_path
 
@@ -22,8 +23,8 @@ CACHE = cache_dir() / "kubeconform"
 INSTALL_HINT = "run `make bootstrap` (builds the pinned kubeconform into bin/ with go install; scripts/bootstrap names the version)"
 
 
-class ToolMissing(RuntimeError):
-    """A required external tool is not installed."""
+class ToolMissing(ColocateError):
+    """A required external tool is not installed, or does not run (exit 2)."""
 
 
 @dataclass
@@ -63,7 +64,10 @@ def start(paths: list[Path], kubernetes_version: str) -> subprocess.Popen:
     for location in schema_locations(kubernetes_version):
         command += ["-schema-location", location]
     command += [str(p) for p in paths]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except OSError as exc:
+        raise ToolMissing(f"{command[0]}: kubeconform did not start: {exc.strerror}; {INSTALL_HINT}") from None
 
 
 def wait(proc: subprocess.Popen) -> Result:
@@ -72,8 +76,11 @@ def wait(proc: subprocess.Popen) -> Result:
     try:
         report = json.loads(stdout)
     except json.JSONDecodeError:
-        raise RuntimeError(f"kubeconform failed (exit {proc.returncode}): {stderr.strip() or stdout.strip()}") from None
-    summary = report["summary"]
+        said = " ".join((stderr.strip() or stdout.strip()).splitlines()[:3]) or "no output"
+        raise ToolMissing(f"{proc.args[0]}: kubeconform failed (exit {proc.returncode}): {said}; {INSTALL_HINT}") from None
+    summary = report.get("summary") if isinstance(report, dict) else None
+    if not isinstance(summary, dict):
+        raise ToolMissing(f"{proc.args[0]}: kubeconform printed no summary; {INSTALL_HINT}")
     return Result(summary["valid"], summary["invalid"], summary["errors"], summary["skipped"],
                   report.get("resources") or [])
 

@@ -1,15 +1,20 @@
 """Read manifests from files and folders, keeping each object's file and line."""
 from __future__ import annotations
 
+import errno
+import json
+import math
+import os
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import yaml
 
 from colocate.errors import InputError
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 #: Files colocate writes for tools other than the API server: no metadata, never applied.
 NON_API_KINDS = frozenset({"DistIndex", "KubeletConfiguration", "JoinConfiguration", "NodePool"})
 #: Cluster-scoped kinds; every other API kind is namespaced.
@@ -75,44 +80,353 @@ class Doc(ObjectView):
         return f"{self.kind}/{self.namespace or '-'}/{self.name or '-'}"
 
 
-def files(paths: list[Path]) -> list[Path]:
-    """Every YAML file under the paths, in a stable order. An unknown path is bad input."""
-    out: list[Path] = []
+#: Suffixes of manifest files in folders, case-insensitive, as kubeconform v0.7.0 takes them.
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+#: Files that make a folder the input of a renderer, not plain manifests, and the hint to render it.
+#: Argo CD picks its tool by the same names (docs/input-forms.md).
+_RENDERED_BY = {
+    "Chart.yaml": ("a Helm chart (Chart.yaml)", "render it and check the output: helm template {dir} > rendered.yaml "
+                                                "&& colocate check rendered.yaml"),
+    **{name: (f"a Kustomize folder ({name})", "render it and check the output: kustomize build {dir} > rendered.yaml "
+                                              "&& colocate check rendered.yaml")
+       for name in ("kustomization.yaml", "kustomization.yml", "Kustomization")},
+}
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A folder left out because it is not plain manifests, with why and how to check it."""
+
+    path: str
+    reason: str
+    hint: str
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The manifest files under some paths, each once, and the folders left out."""
+
+    files: tuple[Path, ...]
+    skipped: tuple[Skipped, ...]
+
+
+def _rendered(folder: str, names: list[str]) -> Skipped | None:
+    marker = next((n for n in _RENDERED_BY if n in names), None)
+    if marker is None:
+        return None
+    reason, hint = _RENDERED_BY[marker]
+    return Skipped(folder, f"not plain manifests: {reason}; its files were not checked", hint.format(dir=folder))
+
+
+def _walk(folder: Path, skipped: list[Skipped]) -> list[Path]:
+    """Manifest files under ``folder``, sorted. Symbolic links to folders are not followed (as
+    kubeconform's filepath.Walk), so a link loop cannot make the walk endless."""
+    def unreadable(exc: OSError) -> None:
+        raise InputError(exc.filename or str(folder), "", f"cannot read the folder: {exc.strerror}")
+
+    out = []
+    for top, dirs, names in os.walk(folder, onerror=unreadable):
+        notice = _rendered(top, names)
+        if notice:
+            skipped.append(notice)
+            dirs[:] = []
+            continue
+        out.extend(Path(top, n) for n in names if n.lower().endswith(MANIFEST_SUFFIXES))
+    return sorted(out)
+
+
+def find(paths: list[Path]) -> Inputs:
+    """Every manifest file under the paths, in a stable order, each file once however often it is
+    named; folders of Helm charts and Kustomize are left out with a notice. An unknown path is bad input."""
+    found: list[Path] = []
+    skipped: list[Skipped] = []
     for path in paths:
         if path.is_dir():
-            out.extend(sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()))
-        elif path.is_file():
-            out.append(path)
+            found.extend(_walk(path, skipped))
+        elif os.path.lexists(path):
+            # Named explicitly: a broken or looping link, or an unreadable file, is reported when read.
+            notice = _rendered(str(path.parent), [path.name])
+            if notice:
+                skipped.append(notice)
+            else:
+                found.append(path)
         else:
             raise InputError(str(path), "", "no such file or folder")
-    return out
+    seen: set[str] = set()
+    unique = []
+    for path in found:
+        key = os.path.realpath(path)
+        if key not in seen:
+            seen.add(key)
+            unique.append(path)
+    return Inputs(tuple(unique), tuple(skipped))
 
 
-def _documents(path: Path) -> Iterator[tuple[int, Any]]:
-    loader = _Loader(path.read_text())
+def files(paths: list[Path]) -> list[Path]:
+    """Every manifest file under the paths (see :func:`find`)."""
+    return list(find(paths).files)
+
+
+def _read(path: Path) -> str:
+    """The file's text. Links that loop or dangle, unreadable, binary and non-UTF-8 files are bad input."""
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(str(path), "", "not a regular file")
+        data = path.read_bytes()
+    except OSError as exc:
+        if exc.errno == errno.ENOENT and os.path.islink(path):
+            raise InputError(str(path), "", f"broken symbolic link to {os.readlink(path)}") from None
+        if exc.errno == errno.ELOOP:
+            raise InputError(str(path), "", "symbolic link loop") from None
+        raise InputError(str(path), "", f"cannot read the file: {exc.strerror}") from None
+    if b"\0" in data:
+        line = data[:data.index(b"\0")].count(b"\n") + 1
+        raise InputError(str(path), str(line), "NUL byte: a binary file, not YAML or JSON")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise InputError(str(path), str(line), f"not UTF-8 text (byte 0x{data[exc.start]:02x}): "
+                                               "manifests must be UTF-8") from None
+
+
+# --- YAML as kubectl reads it ------------------------------------------------------------------
+# kubectl (and Argo CD, kubeconform) read YAML through sigs.k8s.io/yaml, which decodes with
+# go-yaml v2 into plain values and converts them to JSON. PyYAML's YAML 1.1 resolver differs: it
+# has no constructor for a bare `=` (the whole run aborted), turns `10:30` into 630 and dates into
+# datetime objects, and reads `y`/`n` as strings. This resolver follows go-yaml v2.4.0's resolve().
+_GO_SCALARS = {
+    **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), ("bool", True)),
+    **dict.fromkeys(("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), ("bool", False)),
+    **dict.fromkeys(("", "~", "null", "Null", "NULL"), ("null", None)),
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), ("float", math.nan)),
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), ("float", math.inf)),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), ("float", -math.inf)),
+    "<<": ("merge", "<<"),
+}
+_YAML_STYLE_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_GO_INT = re.compile(r"(?P<sign>[-+]?)(?:0[xX](?P<hex>[0-9a-fA-F]+)|0[oO](?P<oct>[0-7]+)|0[bB](?P<bin>[01]+)"
+                     r"|0(?P<oldoct>[0-7]+)|(?P<dec>0|[1-9][0-9]*))")
+
+
+def _go_int(text: str) -> int | None:
+    """strconv.ParseInt(text, 0, 64), then ParseUint, as go-yaml v2 tries them (underscores dropped)."""
+    match = _GO_INT.fullmatch(text.replace("_", ""))
+    if not match:
+        return None
+    base, digits = next((b, match[g]) for g, b in (("hex", 16), ("oct", 8), ("bin", 2), ("oldoct", 8), ("dec", 10))
+                        if match[g] is not None)
+    value = int(digits, base)
+    if match["sign"] == "-":
+        value = -value
+    if -2**63 <= value < 2**63 or (not match["sign"] and value < 2**64):
+        return value
+    return None
+
+
+def _go_scalar(text: str) -> tuple[str, Any]:
+    """(tag, value) of a plain scalar, as go-yaml v2 resolves it; timestamps stay strings there."""
+    if text in _GO_SCALARS:
+        return _GO_SCALARS[text]
+    first = text[0]
+    if first in "+-0123456789":
+        value = _go_int(text)
+        if value is not None:
+            return "int", value
+        plain = text.replace("_", "")
+        if _YAML_STYLE_FLOAT.fullmatch(plain):
+            return "float", float(plain)
+    elif first == "." and _YAML_STYLE_FLOAT.fullmatch(text):
+        return "float", float(text)
+    return "str", text
+
+
+_TAG = "tag:yaml.org,2002:"
+_Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_Base):  # type: ignore[valid-type,misc]
+    def resolve(self, kind, value, implicit):
+        if kind is yaml.ScalarNode and implicit[0]:
+            return _TAG + _go_scalar(value)[0]
+        return super().resolve(kind, value, implicit)
+
+    def _go_typed(self, node):
+        tag, value = _go_scalar(self.construct_scalar(node))
+        if _TAG + tag != node.tag:
+            raise yaml.constructor.ConstructorError(None, None, f"cannot decode {value!r} as {node.tag}",
+                                                    node.start_mark)
+        return value
+
+    def _untyped(self, node):
+        """What go-yaml v2 gives for a tag it does not know, or a timestamp: the plain value."""
+        if isinstance(node, yaml.MappingNode):
+            return self.construct_mapping(node)
+        if isinstance(node, yaml.SequenceNode):
+            return self.construct_sequence(node)
+        return self.construct_scalar(node)
+
+
+for _tag in ("bool", "int", "float"):
+    _Loader.add_constructor(_TAG + _tag, _Loader._go_typed)
+for _tag in ("timestamp", "set", "omap", "pairs"):
+    _Loader.add_constructor(_TAG + _tag, _Loader._untyped)
+_Loader.add_constructor(None, _Loader._untyped)
+
+
+def _go_key(key: Any) -> str | None:
+    """A mapping key as sigs.k8s.io/yaml turns it into a JSON key; None where it refuses."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, int):
+        return str(key)
+    if isinstance(key, float):
+        return ".nan" if key != key else ".inf" if key == math.inf else "-.inf" if key == -math.inf else f"{key:g}"
+    return None
+
+
+class _Plain:
+    """Turns a constructed document into JSON values, as sigs.k8s.io/yaml does, refusing what
+    kubectl refuses: null keys, an alias inside itself, and aliases that multiply the document."""
+
+    def __init__(self, file: str, line: int, budget: int):
+        self.file, self.line, self.budget = file, line, budget
+        self.open: set[int] = set()
+
+    def __call__(self, value: Any) -> Any:
+        self.budget -= 1
+        if self.budget < 0:
+            raise InputError(self.file, str(self.line), "aliases expand the document too much (a YAML bomb?)")
+        if isinstance(value, (dict, list, tuple)):
+            if id(value) in self.open:
+                raise InputError(self.file, str(self.line), "an alias refers to the node that contains it")
+            self.open.add(id(value))
+            try:
+                if isinstance(value, dict):
+                    out = {}
+                    for key, item in value.items():
+                        name = _go_key(key)
+                        if name is None:
+                            raise InputError(self.file, str(self.line), f"mapping key {key!r} cannot be a JSON key")
+                        out[name] = self(item)
+                    return out
+                return [self(item) for item in value]
+            finally:
+                self.open.discard(id(value))
+        if isinstance(value, bytes):
+            return value.decode("utf-8", "replace")
+        if value is None or isinstance(value, (str, int, float)):
+            return value
+        return str(value)
+
+
+def _plain(value: Any, file: str, line: int, size: int) -> Any:
+    try:
+        return _Plain(file, line, 10 * size + 10_000)(value)
+    except RecursionError:
+        raise InputError(file, str(line), "nested too deeply") from None
+
+
+def _yaml_documents(path: Path, text: str) -> Iterator[tuple[int, Any, Any]]:
+    """(line, object, node) per YAML document."""
+    loader = _Loader(text)
     try:
         while loader.check_node():
             node = loader.get_node()
-            yield node.start_mark.line + 1, loader.construct_document(node)
+            line = node.start_mark.line + 1
+            yield line, _plain(loader.construct_document(node), str(path), line, len(text)), node
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        raise InputError(str(path), str(mark.line + 1) if mark else "", f"not valid YAML: {exc.problem}") from None
+        hint = " (it looks like a Helm template: render it with helm template first)" if "{{" in text else ""
+        raise InputError(str(path), str(mark.line + 1) if mark else "",
+                         f"not valid YAML: {exc.problem or exc.context}{hint}") from None
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise InputError(str(path), str(line), f"control character U+{code:04X} is not allowed in YAML "
+                                               "(write it as an escape in a double-quoted string)") from None
+    except RecursionError:
+        raise InputError(str(path), "", "nested too deeply") from None
     finally:
         loader.dispose()
 
 
-def load(paths: list[Path]) -> list[Doc]:
-    """Parse every object. A document that is not a Kubernetes object is bad input."""
-    docs = []
-    for path in files(paths):
-        for line, obj in _documents(path):
-            if obj is None:
-                continue
-            if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str) \
-                    or not isinstance(obj.get("apiVersion"), str):
-                raise InputError(str(path), str(line), "not a Kubernetes object (needs apiVersion and kind)")
-            docs.append(Doc(str(path), line, obj))
+def _json_documents(path: Path, text: str) -> Iterator[tuple[int, Any, Any]]:
+    """(line, object, None) per JSON value of a stream (load_files accepts one)."""
+    decoder = json.JSONDecoder()
+    pos = 0
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n\ufeff":
+            pos += 1
+        if pos == len(text):
+            return
+        line = text.count("\n", 0, pos) + 1
+        try:
+            obj, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise InputError(str(path), str(exc.lineno), f"not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise InputError(str(path), str(line), "nested too deeply") from None
+        yield line, obj, None
+
+
+def _item_nodes(node: Any, count: int) -> list[Any]:
+    """The nodes of a YAML List's ``items`` (for their lines); Nones without them (JSON)."""
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if key.value == "items" and isinstance(value, yaml.SequenceNode) and len(value.value) == count:
+                return value.value
+    return [None] * count
+
+
+def _list_items(obj: dict[str, Any]) -> list[Any] | None:
+    """The items when the object is a list (``kind: List``, ``ConfigMapList``...), else None. Like
+    Argo CD and kubectl, any object with an ``items`` array is one, and ``items: null`` without
+    spec or status is an empty one (docs/input-forms.md)."""
+    items = obj.get("items", ())
+    if isinstance(items, list):
+        return items
+    if items is None and "spec" not in obj and "status" not in obj:
+        return []
+    return None
+
+
+def _objects(path: Path, line: int, obj: Any, node: Any, where: str = "") -> Iterator[Doc]:
+    """The object, or the items of a List (Lists in Lists too), never the List itself."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str) or not obj["kind"] \
+            or not isinstance(obj.get("apiVersion"), str):
+        raise InputError(str(path), str(line), f"{where}not a Kubernetes object (needs apiVersion and kind)")
+    items = _list_items(obj)
+    if items is None:
+        yield Doc(str(path), line, obj)
+        return
+    for i, (item_node, item) in enumerate(zip(_item_nodes(node, len(items)), items)):
+        item_line = item_node.start_mark.line + 1 if item_node is not None else line
+        yield from _objects(path, item_line, item, item_node, f"items[{i}] of the {obj['kind']}: ")
+
+
+def load_files(paths: Iterable[Path]) -> list[Doc]:
+    """Parse every object in the files (see _objects)."""
+    docs: list[Doc] = []
+    for path in paths:
+        text = _read(path)
+        documents = _json_documents if path.suffix.lower() == ".json" else _yaml_documents
+        for count, (line, obj, node) in enumerate(documents(path, text)):
+            if count and documents is _json_documents:
+                raise InputError(str(path), str(line), "a second JSON object: Argo CD reads one object per .json "
+                                                       "file (kubectl reads more); split the file, or wrap the "
+                                                       "objects in a kind: List")
+            if obj is not None:
+                docs.extend(_objects(path, line, obj, node))
     return docs
+
+
+def load(paths: list[Path]) -> list[Doc]:
+    """Parse every object under the paths. A document that is not a Kubernetes object is bad input."""
+    return load_files(find(paths).files)
 
 
 #: Where each workload kind keeps its pod template spec.

@@ -58,9 +58,12 @@ def online_integer_cpu(index: Index, rule: Rule) -> Iterator[Violation]:
 
 
 def duplicate_objects(index: Index, rule: Rule) -> Iterator[Violation]:
-    """The same group/kind/namespace/name defined more than once."""
+    """The same group/kind/namespace/name defined more than once. An object with generateName
+    and no name gets a fresh name each time it is created, so it never collides."""
     seen: dict[tuple, list] = defaultdict(list)
     for doc in index.api_objects():
+        if not doc.name and doc.metadata.get("generateName"):
+            continue
         seen[(doc.group, doc.kind, doc.namespace, doc.name)].append(doc)
     for docs in seen.values():
         for duplicate in docs[1:]:
