@@ -29,7 +29,9 @@ def _line(f: Finding, colour: bool) -> str:
     severity = f.severity.upper()
     if colour:
         severity = f"{_COLOURS.get(f.severity, '')}{severity}{_RESET}"
-    return f"{severity} {f.rule} {f.file}:{f.line} {f.ref}: {where}{f.message}{fix}"
+    location = f"{f.file}:{f.line}" if f.line else f.file
+    ref = f" {f.ref}" if f.kind else ""
+    return f"{severity} {f.rule} {location}{ref}: {where}{f.message}{fix}"
 
 
 def summary(result: CheckResult) -> str:

@@ -137,7 +137,7 @@ def test_helm_and_kustomize_folders_are_reported_and_the_rest_is_checked(tmp_pat
     write(tmp_path / "overlay" / "kustomization.yaml", "resources: [cm.yaml]\n")
     write(tmp_path / "overlay" / "cm.yaml", [{**config_map("overlay"), "metadata": {"name": "overlay"}}])
     proc = checked(str(tmp_path), code=0)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("WARNING INPUT")]
+    lines = [line.strip() for line in proc.stdout.splitlines() if line.strip().startswith("WARNING INPUT")]
     assert len(lines) == 2, proc.stdout
     assert f"{tmp_path / 'chart'}" in lines[0] and "not plain manifests: a Helm chart (Chart.yaml)" in lines[0]
     assert f"helm template {tmp_path / 'chart'}" in lines[0]
@@ -278,7 +278,7 @@ def test_ctrl_c_prints_interrupted_and_exits_130(tmp_path):
 def test_check_help_lists_the_exit_codes():
     proc = colocate("check", "--help")
     assert proc.returncode == 0
-    for code, meaning in (("0", "no error-severity finding"), ("1", "at least one error-severity finding"),
+    for code, meaning in (("0", "no finding at or above --fail-on"), ("1", "at least one finding at or above --fail-on"),
                           ("2", "unusable input"), ("3", "internal error"), ("130", "interrupted")):
         assert any(line.split()[:1] == [code] and meaning in line for line in proc.stdout.splitlines()), code
 
