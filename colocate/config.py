@@ -1,6 +1,8 @@
 """colocate.yaml: the per-environment settings, validated before anything is built."""
 from __future__ import annotations
 
+import difflib
+
 import ipaddress
 import json
 from dataclasses import dataclass, field
@@ -112,13 +114,34 @@ def load_yaml_file(path: Path) -> object:
 
 
 def validate(data: object, schema: dict, file: str) -> None:
-    """Raise InputError for the first schema violation, naming the file and JSON path."""
+    """Raise InputError listing every schema violation (unknown keys first, with a did-you-mean),
+    each with its JSON path and, for a pattern, the value's expected form in words."""
     validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    if errors:
-        error = errors[0]
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise InputError(file, json_path(error.absolute_path), error.message + more)
+    errors = sorted(validator.iter_errors(data),
+                    key=lambda e: (e.validator != "additionalProperties", list(map(str, e.absolute_path)), e.message))
+    if not errors:
+        return
+    lines = [f"{json_path(e.absolute_path)}: {_in_words(e)}" for e in errors]
+    first, _, message = lines[0].partition(": ")
+    rest = "".join(f"\n  {file}:{line}" for line in lines[1:])
+    raise InputError(file, first, message + rest)
+
+
+def _in_words(error: jsonschema.ValidationError) -> str:
+    """jsonschema's message, with unknown keys given a did-you-mean and regular expressions
+    replaced by the schema's own description of the expected value."""
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = list((error.schema.get("properties") or {}))
+        unknown = [k for k in error.instance if k not in known]
+        hints = []
+        for key in unknown:
+            close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+            hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        return f"unknown key {', '.join(hints)}; known keys: {', '.join(known)}"
+    described = error.schema.get("description") if isinstance(error.schema, dict) else None
+    if error.validator in ("pattern", "anyOf", "oneOf", "not") and described:
+        return f"{error.instance!r} is not of the expected form ({described})"
+    return error.message
 
 
 def _alertmanager_secret(data: dict) -> AlertmanagerSecret:

@@ -55,6 +55,19 @@ class JobFile:
         return {prop: self.data[key] for key, prop in keys.items() if key in self.data}
 
 
+#: Construct prop -> the job file's own key, for messages (the file says memoryLimit, not memory_limit).
+_FILE_KEYS = {**{field: key for key, field in _ROLE_FIELDS.items()}, "restart_policy": "restartPolicy",
+              "checkpoint_size": "checkpointSize", "backoff_limit": "backoffLimit",
+              "clean_pod_policy": "cleanPodPolicy", "image": "image", "name": "name"}
+
+
+def file_path(prop: str) -> str:
+    """A TFJob construct prop (``roles.Worker.memory_limit``) as the job file's JSON path
+    (``$.roles.Worker.memoryLimit``); a prop the file cannot set is kept as is."""
+    parts = [_FILE_KEYS.get(part, part) for part in prop.replace("[", ".").replace("]", "").replace("'", "").split(".")]
+    return "$." + ".".join(p for p in parts if p)
+
+
 def _display(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(repository()))

@@ -3,15 +3,20 @@ an index with the release version, written atomically.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
+import signal
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import yaml
 
+from colocate.errors import InputError
 from colocate.manifests import ObjectView
 
 INDEX_FILE = "index.yaml"
@@ -135,11 +140,40 @@ def compare_tree(files: dict[str, str], outdir: Path) -> TreeDiff:
                     modified=tuple(sorted(p for p in files if p in on_disk and files[p] != on_disk[p])))
 
 
+def is_ours(folder: Path) -> bool:
+    """An earlier synth output: its index.yaml is our DistIndex."""
+    try:
+        doc = yaml.safe_load((folder / "index.yaml").read_text())
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return False
+    return isinstance(doc, dict) and doc.get("kind") == "DistIndex" and doc.get("apiVersion") == "colocate.io/v1alpha1"
+
+
+def check_outdir(outdir: Path) -> None:
+    """synth replaces the whole folder: refuse one that holds anything but an earlier dist/."""
+    if outdir.exists() and not outdir.is_dir():
+        raise InputError(str(outdir), "", "is a file; --outdir must be a folder")
+    if outdir.is_dir() and any(outdir.iterdir()) and not is_ours(outdir):
+        raise InputError(str(outdir), "", "is not empty and is not an earlier colocate dist/ (no index.yaml of kind "
+                         "DistIndex); synth replaces the whole folder, so name a new or empty one")
+
+
+def _leftovers(outdir: Path) -> list[Path]:
+    """Folders an interrupted synth left next to ``outdir``: ``<name>.old-<pid>`` and ``<name>.tmp-*``."""
+    pattern = re.compile(rf"^{re.escape(outdir.name)}\.(old-\d+|tmp-[A-Za-z0-9_]+)$")
+    return [p for p in outdir.parent.iterdir() if p.is_dir() and pattern.match(p.name)]
+
+
 def write_tree(files: dict[str, str], outdir: Path) -> None:
     """Replace ``outdir`` with exactly ``files``. The new tree is written next to it first and
-    swapped in with renames, so a failure leaves the old tree untouched."""
+    swapped in with two renames; SIGINT waits until both are done, and if the second fails the
+    first is undone, so ``outdir`` is always the old tree or the new one. Never touches a folder
+    that is not an earlier synth output (check_outdir)."""
     outdir = outdir.resolve()
+    check_outdir(outdir)
     outdir.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in _leftovers(outdir):
+        shutil.rmtree(leftover, ignore_errors=True)
     staging = Path(tempfile.mkdtemp(prefix=f"{outdir.name}.tmp-", dir=outdir.parent))
     try:
         for rel, text in files.items():
@@ -149,9 +183,33 @@ def write_tree(files: dict[str, str], outdir: Path) -> None:
             os.chmod(path, 0o644)
         os.chmod(staging, 0o755)
         old = outdir.parent / f"{outdir.name}.old-{os.getpid()}"
-        if outdir.exists():
-            outdir.rename(old)
-        staging.rename(outdir)
+        with _sigint_deferred():
+            moved = False
+            if outdir.exists():
+                outdir.rename(old)
+                moved = True
+            try:
+                staging.rename(outdir)
+            except BaseException:
+                if moved:
+                    old.rename(outdir)
+                raise
         shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Hold Ctrl-C until the block ends, then deliver it (only in the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            raise KeyboardInterrupt

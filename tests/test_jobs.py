@@ -60,17 +60,17 @@ def test_the_smallest_job_file_becomes_a_tfjob_with_every_default(tmp_path, conf
 
 
 @pytest.mark.parametrize("text, path, words", [
-    (job(owner="me"), "$", "Additional properties are not allowed ('owner' was unexpected)"),
-    (job(**{"roles.Workers": {"cpu": 1, "memory": "2Gi"}}), "$.roles", "'Workers' was unexpected"),
-    (job(**{"roles.Worker.memory": "2GB"}), "$.roles.Worker.memory", "does not match"),
-    (job(**{"roles.Worker.cpu": "two"}), "$.roles.Worker.cpu", "is not valid under any of the given schemas"),
+    (job(owner="me"), "$", "unknown key 'owner'; known keys: name, image"),
+    (job(**{"roles.Workers": {"cpu": 1, "memory": "2Gi"}}), "$.roles", "unknown key 'Workers' (did you mean 'Worker'?)"),
+    (job(**{"roles.Worker.memory": "2GB"}), "$.roles.Worker.memory", "'2GB' is not of the expected form (Binary size: 512Mi, 4Gi, 1Ti)"),
+    (job(**{"roles.Worker.cpu": "two"}), "$.roles.Worker.cpu", "'two' is not of the expected form (CPU cores: 2, 0.5 or 500m)"),
     (job(**{"roles.Worker.cpu": None}), "$.roles.Worker", "'cpu' is a required property"),
     (job(**{"roles.Worker.replicas": "3"}), "$.roles.Worker.replicas", "'3' is not of type 'integer'"),
     (job(**{"roles.Worker.gpus": -1}), "$.roles.Worker.gpus", "less than the minimum of 0"),
-    (job(**{"roles.Worker.restartPolicy": "Always"}), "$.roles.Worker", "'restartPolicy' was unexpected"),
+    (job(**{"roles.Worker.restartPolicy": "Always"}), "$.roles.Worker", "unknown key 'restartPolicy'"),
     (job(restartPolicy="Always"), "$.restartPolicy", "'Always' is not one of"),
-    (job(image="harbor.example.com/ml/hello-tf:latest"), "$.image", "should not be valid"),
-    (job(image="harbor.example.com/ml/hello-tf"), "$.image", "does not match"),
+    (job(image="harbor.example.com/ml/hello-tf:latest"), "$.image", "with a pinned tag)"),
+    (job(image="harbor.example.com/ml/hello-tf"), "$.image", "is not of the expected form (Training image"),
     (job(roles={}), "$.roles", "should be non-empty"),
     (job(name=None), "$", "'name' is a required property"),
     (job(name="other-name"), "$.name", "must equal the file name 'hello-tf'"),
@@ -102,16 +102,17 @@ def test_a_file_in_the_repository_is_named_relative_to_it(config):
 
 
 @pytest.mark.parametrize("changes, prop", [
-    ({"roles.PS": {"cpu": 1, "memory": "2Gi", "gpus": 1}}, "roles.PS.gpus"),
-    ({"roles.Master": {"cpu": 1, "memory": "2Gi", "replicas": 2}}, "roles.Master.replicas"),
-    ({"roles.Worker.memoryLimit": "1Gi"}, "roles.Worker.memory"),
-    ({"roles.Worker.cpu": 64}, "roles.Worker.cpu/memory/gpus"),
+    ({"roles.PS": {"cpu": 1, "memory": "2Gi", "gpus": 1}}, "$.roles.PS.gpus"),
+    ({"roles.Master": {"cpu": 1, "memory": "2Gi", "replicas": 2}}, "$.roles.Master.replicas"),
+    ({"roles.Worker.memoryLimit": "1Gi"}, "$.roles.Worker.memory"),
+    ({"roles.Worker.cpu": 64}, "$.roles.Worker.cpu/memory/gpus"),
 ])
 def test_a_construct_refusal_names_the_file_and_the_prop(tmp_path, config, changes, prop):
     file = write(tmp_path, "hello-tf", job(**changes))
     with pytest.raises(InputError) as err:
         app.build(config, jobs_dir=tmp_path)
-    assert str(err.value).startswith(f"{file}: TFJob 'hello-tf': prop '{prop}': "), str(err.value)
+    # The job file's own path and key names (memoryLimit, not the construct's memory_limit).
+    assert str(err.value).startswith(f"{file}:{prop}: "), str(err.value)
 
 
 def _tree(folder: Path) -> dict[str, bytes]:

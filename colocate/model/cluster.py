@@ -54,6 +54,14 @@ class Cluster:
     #: tier, which the offline namespace's priority rule would refuse.
     prepull_namespace: str = "image-prepull"
 
+    def __post_init__(self) -> None:
+        names = [p.name for p in self.pools]
+        for prop, value in (("online_pool", self.online_pool), ("mixed_pool", self.mixed_pool),
+                            ("monitoring_pool", self.monitoring_pool),
+                            *((f"online_service_pools[{i}]", n) for i, n in enumerate(self.online_service_pools))):
+            if value not in names:
+                raise PropError("Cluster", prop, f"{value!r} is not a pool (pools: {', '.join(names)})")
+
     @property
     def online_taint(self) -> Taint:
         """The taint that keeps everything but online pods off the online pool."""
