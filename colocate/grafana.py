@@ -19,8 +19,9 @@ def substitute_variables(expr: str) -> str:
     """Replace Grafana variables with values that keep the query valid PromQL.
 
     Durations (``$__rate_interval``, anything inside ``[...]``) become 5m; numeric globals
-    (``$__range_s``) a number; inside a string a variable becomes its name (a valid regex
-    and label value); elsewhere (``by ($label)``) an identifier starting with VARIABLE_MARK.
+    (``$__range_s``) a number; any other variable becomes an identifier starting with
+    VARIABLE_MARK, a valid label name, label value and regex, which the checks recognise as
+    known only at view time (``node=~"$node"`` -> ``node=~"__grafana_var_node"``).
     """
     out, i, quote, brackets = [], 0, "", 0
     while i < len(expr):
@@ -30,9 +31,7 @@ def substitute_variables(expr: str) -> str:
             name = next(g for g in match.groups() if g)
             if _NUMBER_VARS.match(name):
                 value = "300000" if name.endswith("ms") or name in ("__from", "__to") else "300"
-            elif quote:
-                value = name
-            elif name in _DURATION_VARS or name.startswith("__auto_interval") or brackets:
+            elif not quote and (name in _DURATION_VARS or name.startswith("__auto_interval") or brackets):
                 value = _SAMPLE_DURATION
             else:
                 value = VARIABLE_MARK + name
@@ -108,6 +107,12 @@ def expand_variables(expr: str, values: Mapping[str, str]) -> str:
     return VARIABLE.sub(lambda m: values[next(g for g in m.groups() if g)], expr)
 
 
-def is_placeholder(name: str) -> bool:
-    """A name that a Grafana variable stands for, known only at view time."""
-    return name.startswith(VARIABLE_MARK)
+def as_written(text: str) -> str:
+    """``text`` with the identifiers substitute_variables made shown as the variables again."""
+    return re.sub(VARIABLE_MARK + r"(\w+)", r"$\1", text)
+
+
+def is_placeholder(text: str) -> bool:
+    """A name or label value that a Grafana variable stands for, or is built from: known only
+    at view time."""
+    return VARIABLE_MARK in text

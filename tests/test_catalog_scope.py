@@ -65,7 +65,8 @@ def test_on_cluster_with_neither_side_carrying_it_is_not_a_mismatch(tmp_path):
 def test_on_a_label_only_one_side_carries_is_reported_as_such(tmp_path):
     expr = 'node_load1{job="node-exporter"} * on (node) group_left () max by (node) (kube_pod_info{job="kube-state-metrics"})'
     (finding,) = _findings(tmp_path, expr, "COL202")
-    assert 'the left side has no label "node" but the right side does' in finding.message
+    assert ('no series of the left side carries label "node" but the right side\'s do, so only right series '
+            'without "node" can match') in finding.message
 
 
 def test_image_filter_and_a_join_on_container_count_as_container_filters(tmp_path):

@@ -91,13 +91,13 @@ def test_unknown_names_are_explained_with_the_replacement(name, expected):
 # --- Grafana variables -------------------------------------------------------------------
 
 @pytest.mark.parametrize("expr, expected", [
-    ('rate(x{node=~"$node"}[$__rate_interval])', 'rate(x{node=~"node"}[5m])'),
-    ('rate(x{node=~"${node:regex}"}[${__interval}])', 'rate(x{node=~"node"}[5m])'),
-    ('rate(x{node="[[node]]"}[$interval])', 'rate(x{node="node"}[5m])'),
+    ('rate(x{node=~"$node"}[$__rate_interval])', 'rate(x{node=~"__grafana_var_node"}[5m])'),
+    ('rate(x{node=~"${node:regex}"}[${__interval}])', 'rate(x{node=~"__grafana_var_node"}[5m])'),
+    ('rate(x{node="[[node]]"}[$interval])', 'rate(x{node="__grafana_var_node"}[5m])'),
     ("sum by ($label) (x offset $__range)", "sum by (__grafana_var_label) (x offset 5m)"),
     ("max_over_time(x[$__range:$__interval])", "max_over_time(x[5m:5m])"),
     ("x > $__range_s and x < $__interval_ms", "x > 300 and x < 300000"),
-    ('x{a="\\"$v\\""}', 'x{a="\\"v\\""}'),
+    ('x{a="\\"$v\\""}', 'x{a="\\"__grafana_var_v\\""}'),
 ])
 def test_grafana_variables_are_substituted_by_context(expr, expected):
     assert promql.substitute_variables(expr) == expected
@@ -251,8 +251,9 @@ def test_container_filter_warning_skips_network_series_and_machine_series():
 def test_label_check_flags_removed_cadvisor_labels_with_the_replacement():
     obj = _rule_object({"record": "a:b:c", "expr": 'sum by (pod_name) (container_memory_rss{container!="",container_name="tf"})'})
     found = _findings("COL202", obj)
-    assert any('has no label "container_name" (use container)' in f for f in found)
-    assert any('its input has no label "pod_name" (use pod)' in f for f in found)
+    assert any('carries label "container_name" (use container), so the matcher container_name="tf" selects nothing' in f
+               for f in found)
+    assert any('no series of its input carries label "pod_name" (use pod)' in f for f in found)
 
 
 @pytest.mark.parametrize("expr", [

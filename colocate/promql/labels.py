@@ -15,8 +15,8 @@ import promql_parser as pp
 from colocate.manifests import Doc
 from colocate.promql.catalog import Metric, catalog, expand
 from colocate.model.names import SCRAPED_METRICS_ANNOTATION
-from colocate.promql.parse import analyse, selector_of
-from colocate.grafana import is_placeholder
+from colocate.promql.parse import analyse, matches_empty, selector_of
+from colocate.grafana import as_written, is_placeholder
 from colocate.promql.queries import is_rule_object, rule_entries
 
 def _scalar(node: Any) -> bool:
@@ -142,11 +142,17 @@ def scraped_metrics(docs: list[Doc]) -> dict[str, Metric]:
 
 
 def label_problems(ast: Any, known: Mapping[str, Metric]) -> list[str]:
-    """Label names the expression matches, groups or joins on that its input cannot carry.
+    """Label names the expression matches, groups or joins on that none of its input series
+    can carry, each with what PromQL then does.
 
-    Checked: selector matchers, ``by (...)`` of aggregations, ``on (...)`` and
-    ``group_left/right (...)`` of binary operations. Skipped when the input's labels are not
-    known (an unknown metric, a dynamic label set) and for Grafana variable placeholders.
+    The semantics are Prometheus v2.48's: a series without a label has the value "" for it
+    (tsdb/querier.go PostingsForMatchers for matchers; promql/engine.go signatureFunc for
+    ``on``, generateGroupingKey for ``by``, resultMetric for ``group_left/right``). So a label
+    that neither side of ``on (...)`` carries matches everywhere and is not reported. Skipped
+    when the input's labels are not known (an unknown metric, a dynamic label set), for
+    placeholder label names, and for the catalog's ``grouping_labels`` in ``by``, ``on`` and in
+    matchers whose value is a Grafana variable (kubernetes-mixin's ``cluster="$cluster"``: the
+    variable takes the label's values, "" when no series has it).
     ``without``/``ignoring`` are never wrong, only useless, so they are not reported.
     """
     problems: list[str] = []
@@ -165,33 +171,42 @@ def label_problems(ast: Any, known: Mapping[str, Metric]) -> list[str]:
             if metric is None:
                 return
             for label, op, value in sel.matchers:
-                if not metric.has_label(label) and not is_placeholder(label):
-                    problems.append(f'{sel.name} has no label "{label}"{_renamed(label)} (matcher {label}{op}"{value}")')
+                if metric.has_label(label) or is_placeholder(label):
+                    continue
+                if is_placeholder(value):
+                    if label in grouping:
+                        continue  # kubernetes-mixin's $cluster takes the values of cluster: "" here
+                    effect = 'keeps every series when the variable\'s value matches "", and none otherwise'
+                else:
+                    effect = {True: "keeps every series (it filters nothing)", False: "selects nothing",
+                              None: "compares every series' empty value"}[matches_empty(op, value)]
+                problems.append(f'no series of {sel.name} carries label "{label}"{_renamed(label)}, so the '
+                                f'matcher {label}{op}"{as_written(value)}" {effect}')
         elif isinstance(node, pp.AggregateExpr) and node.modifier and node.modifier.type == pp.AggModifierType.By:
             have = output_labels(node.expr, known)
             for label in missing(node.modifier.labels, have):
-                problems.append(f'{node.op} by ({", ".join(node.modifier.labels)}): its input has no label '
-                                f'"{label}"{_renamed(label)} (it has {", ".join(sorted(have))})')
+                problems.append(f'{node.op} by ({", ".join(node.modifier.labels)}): no series of its input carries '
+                                f'label "{label}"{_renamed(label)} (they carry {", ".join(sorted(have))}), so it '
+                                f'groups as if "{label}" were not listed and the result has no "{label}"')
         elif isinstance(node, pp.BinaryExpr) and node.modifier and not (_scalar(node.lhs) or _scalar(node.rhs)):
             mod = node.modifier
             sides = {"left": output_labels(node.lhs, known), "right": output_labels(node.rhs, known)}
             if mod.matching is not None and mod.matching.type == pp.LabelModifierType.Include:
-                # PromQL matches on the values of the on() labels, "" for an absent one
-                # (prometheus/prometheus promql/engine.go signatureFunc): a label neither side has
-                # matches everywhere; only a label one side carries and the other cannot is wrong.
-                left, right = sides["left"], sides["right"]
-                for side, have, other, other_name in (("left", left, right, "right"), ("right", right, left, "left")):
-                    for label in missing(mod.matching.labels, have):
-                        if other is not None and label in other:
-                            problems.append(f'{node.op} on ({", ".join(mod.matching.labels)}): the {side} side has '
-                                            f'no label "{label}"{_renamed(label)} but the {other_name} side does, so '
-                                            f'only {other_name} series without "{label}" can match')
+                # A label neither side carries is "" on both and matches; only a label one side
+                # carries and the other cannot leaves just the carrier's series without it.
+                for side, other in (("left", "right"), ("right", "left")):
+                    for label in missing(mod.matching.labels, sides[side]):
+                        if sides[other] is not None and label in sides[other]:
+                            problems.append(f'{node.op} on ({", ".join(mod.matching.labels)}): no series of the '
+                                            f'{side} side carries label "{label}"{_renamed(label)} but the {other} '
+                                            f'side\'s do, so only {other} series without "{label}" can match')
             for card, side in ((pp.VectorMatchCardinality.ManyToOne, "right"),
                                (pp.VectorMatchCardinality.OneToMany, "left")):
                 if mod.card == card:
                     for label in missing(mod.group_labels or (), sides[side]):
-                        problems.append(f'group_{"left" if side == "right" else "right"} ({label}): the {side} '
-                                        f'side has no label "{label}" to copy')
+                        problems.append(f'group_{"left" if side == "right" else "right"} ({label}): no series of '
+                                        f'the {side} side carries label "{label}", so there is nothing to copy and '
+                                        f'the result has no "{label}"')
 
     pp.walk(ast, visit)
     return problems

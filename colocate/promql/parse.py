@@ -9,6 +9,9 @@ from typing import Any
 
 import promql_parser as pp
 
+from colocate.grafana import as_written
+
+
 @dataclass(frozen=True)
 class Selector:
     """A vector selector: its metric name ("" when chosen by regex) and its matchers."""
@@ -18,7 +21,7 @@ class Selector:
     matchers: tuple[tuple[str, str, str], ...]
 
     def __str__(self) -> str:
-        inner = ",".join(f'{label}{op}"{value}"' for label, op, value in self.matchers)
+        inner = ",".join(f'{label}{op}"{as_written(value)}"' for label, op, value in self.matchers)
         return f"{self.name}{{{inner}}}" if inner else self.name
 
 
