@@ -1,4 +1,4 @@
-"""COL202 and COL201 with PromQL's own semantics. The
+"""COL202 and COL201 with PromQL's own semantics, COL221 on every dashboard packaging. The
 queries are short excerpts written for these tests in the style of kubernetes-mixin (the rules
 and dashboards kube-prometheus-stack 55.5.1 ships), each reproducing a false alarm that is gone,
 next to the true finding that stays."""
@@ -101,3 +101,30 @@ def test_an_unfiltered_side_joined_on_container_with_a_filtered_one_passes(tmp_p
     assert _check(tmp_path, _rule(throttling), rule="COL201") == []
     ignoring = throttling.replace(") / sum", ") / ignoring (container) group_left sum")
     assert _check(tmp_path, _rule(ignoring), rule="COL201")
+
+
+# --- COL221 ---------------------------------------------------------------------------------
+
+def test_an_unlabelled_dashboard_is_checked_and_reported_as_not_provisioned(tmp_path):
+    board = _dashboard("sum(kube_pod_info_typo)")
+    (finding,) = _check(tmp_path, board, rule="COL221")
+    assert "has no grafana_dashboard label, and no pod mounts it, so Grafana never loads it" in finding
+    assert _check(tmp_path, board, rule="COL200"), "the unlabelled dashboard's queries are checked too"
+
+
+def test_a_dashboard_mounted_into_a_pod_of_its_namespace_is_provisioned(tmp_path):
+    mounted = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "grafana", "namespace": "monitoring"},
+               "spec": {"selector": {"matchLabels": {"app": "g"}}, "template": {
+                   "metadata": {"labels": {"app": "g"}},
+                   "spec": {"containers": [{"name": "g", "image": "grafana/grafana:10.2.3"}],
+                            "volumes": [{"name": "d", "configMap": {"name": "dash"}}]}}}}
+    assert _check(tmp_path, _dashboard("sum(kube_pod_info)"), mounted, rule="COL221") == []
+    elsewhere = json.loads(json.dumps(mounted))
+    elsewhere["metadata"]["namespace"] = "tools"
+    assert _check(tmp_path, _dashboard("sum(kube_pod_info)"), elsewhere, rule="COL221")
+
+
+def test_a_sidecar_label_with_another_value_is_not_provisioned(tmp_path):
+    (finding,) = _check(tmp_path, _dashboard("sum(kube_pod_info)", labels={"grafana_dashboard": "true"}), rule="COL221")
+    assert 'has grafana_dashboard: "true", not "1"' in finding
+

@@ -42,8 +42,9 @@ PROTECTED = f"{KEEP_ON_PRUNE},{KEEP_ON_DELETE}"
 SKIP_DRY_RUN, SERVER_SIDE_APPLY = "SkipDryRunOnMissingResource=true", "ServerSideApply=true"
 
 # --- Grafana ------------------------------------------------------------------------------------
-#: The kube-prometheus-stack Grafana sidecar loads ConfigMaps carrying this label key.
-DASHBOARD_SIDECAR_LABEL = "grafana_dashboard"
+#: The kube-prometheus-stack Grafana sidecar loads ConfigMaps carrying this label with this value
+#: (KPS 55.5.1 values grafana.sidecar.dashboards.label/labelValue; k8s-sidecar selects label=value).
+DASHBOARD_SIDECAR_LABEL, DASHBOARD_SIDECAR_LABEL_VALUE = "grafana_dashboard", "1"
 #: The Grafana kube-prometheus-stack 55.5.1 runs (grafana chart 7.0.22, appVersion 10.2.3) and
 #: the dashboard schemaVersion its DashboardMigrator migrates to (docs/observability.md).
 GRAFANA_VERSION, GRAFANA_SCHEMA_VERSION = "10.2.3", 38

@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 from colocate.grafana import substitute_variables, variable_query, walk_panels
 from colocate.manifests import Doc
-from colocate.model.names import DASHBOARD_SIDECAR_LABEL
+from colocate.model.names import DASHBOARD_SIDECAR_LABEL, DASHBOARD_SIDECAR_LABEL_VALUE
 
 @dataclass(frozen=True)
 class Query:
@@ -34,8 +34,9 @@ def is_dashboard(doc: Doc) -> bool:
 
 
 def is_provisioned(doc: Doc) -> bool:
-    """Carries the label kube-prometheus-stack's Grafana sidecar loads dashboards by."""
-    return DASHBOARD_SIDECAR_LABEL in (doc.metadata.get("labels") or {})
+    """Carries the label, with the value, that kube-prometheus-stack's Grafana sidecar selects
+    dashboard ConfigMaps by (k8s-sidecar 1.25.2 src/resources.py: label_selector label=value)."""
+    return str((doc.metadata.get("labels") or {}).get(DASHBOARD_SIDECAR_LABEL)) == DASHBOARD_SIDECAR_LABEL_VALUE
 
 
 def dashboard_documents(doc: Doc) -> Iterator[tuple[str, dict[str, Any]]]:

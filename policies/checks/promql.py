@@ -12,7 +12,7 @@ import promql_parser as pp
 
 from colocate import promql
 from colocate.checker import Index, Rule, Violation
-from colocate.model.names import DASHBOARD_SIDECAR_LABEL
+from colocate.model.names import DASHBOARD_SIDECAR_LABEL, DASHBOARD_SIDECAR_LABEL_VALUE
 
 
 def _parsed(index: Index) -> Iterator[tuple[promql.Query, promql.Analysis]]:
@@ -117,8 +117,31 @@ def labels_exist(index: Index, rule: Rule) -> Iterator[Violation]:
 
 
 def dashboard_provisioned(index: Index, rule: Rule) -> Iterator[Violation]:
-    """A ConfigMap of Grafana dashboard JSON without the label the sidecar loads dashboards by."""
+    """A ConfigMap of Grafana dashboard JSON that Grafana does not load: not selected by the
+    sidecar's label and not mounted into a pod as a volume (kube-prometheus mounts its
+    dashboards into Grafana's Deployment and points a file provider at them)."""
+    mounted = _mounted_configmaps(index)
     for doc in index.of_kind("ConfigMap"):
-        if promql.is_dashboard(doc) and not promql.is_provisioned(doc):
+        if promql.is_dashboard(doc) and not promql.is_provisioned(doc) and (doc.namespace, doc.name) not in mounted:
             keys = ", ".join(key for key, _ in promql.dashboard_documents(doc))
-            yield Violation(doc, "metadata.labels", f"holds dashboard JSON ({keys}) but has no {DASHBOARD_SIDECAR_LABEL} label")
+            value = (doc.metadata.get("labels") or {}).get(DASHBOARD_SIDECAR_LABEL)
+            label = (f'has {DASHBOARD_SIDECAR_LABEL}: "{value}", not "{DASHBOARD_SIDECAR_LABEL_VALUE}"' if value is not None
+                     else f"has no {DASHBOARD_SIDECAR_LABEL} label")
+            yield Violation(doc, "metadata.labels", f"holds dashboard JSON ({keys}) but {label}, and no pod mounts it, "
+                                                    "so Grafana never loads it")
+
+
+def _mounted_configmaps(index: Index) -> set[tuple[str, str]]:
+    """(namespace, name) of every ConfigMap a pod template mounts, directly or projected."""
+    def mapping(value) -> dict:
+        return value if isinstance(value, dict) else {}
+
+    out: set[tuple[str, str]] = set()
+    for pod in index.pods():
+        for volume in map(mapping, pod.spec.get("volumes") or []):
+            projected = mapping(volume.get("projected")).get("sources")
+            for source in [volume, *map(mapping, projected if isinstance(projected, list) else [])]:
+                name = mapping(source.get("configMap")).get("name")
+                if name:
+                    out.add((pod.doc.namespace, str(name)))
+    return out
