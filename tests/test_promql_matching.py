@@ -128,3 +128,12 @@ def test_a_sidecar_label_with_another_value_is_not_provisioned(tmp_path):
     (finding,) = _check(tmp_path, _dashboard("sum(kube_pod_info)", labels={"grafana_dashboard": "true"}), rule="COL221")
     assert 'has grafana_dashboard: "true", not "1"' in finding
 
+
+@pytest.mark.parametrize("kind", ["ConfigMapList", "List"])
+def test_dashboards_inside_a_list_are_checked_and_the_unlabelled_one_reported(tmp_path, kind):
+    # kube-prometheus packages its dashboards as one ConfigMapList, unlabelled and mounted
+    labelled = _dashboard("sum(kube_pod_info_typo)", name="labelled", labels={"grafana_dashboard": "1"})
+    wrapper = {"apiVersion": "v1", "kind": kind, "items": [labelled, _dashboard("sum(kube_pod_info)", name="bare")]}
+    assert any("kube_pod_info_typo" in f for f in _check(tmp_path, wrapper, rule="COL200"))
+    (finding,) = _check(tmp_path, wrapper, rule="COL221")
+    assert "holds dashboard JSON (bare.json) but has no grafana_dashboard label" in finding
