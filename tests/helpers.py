@@ -55,3 +55,24 @@ def git_repo(dest: Path) -> Path:
     git(dest, "add", "-A")
     git(dest, "commit", "-qm", "base")
     return dest
+
+
+def wait_ready(url: str, proc: subprocess.Popen, log: Path, name: str, timeout: float = 30) -> None:
+    """Poll ``url``/-/ready (Prometheus and Alertmanager both serve it) until it answers 200; fail
+    the test with the end of the server's log if the process dies or the time runs out."""
+    import time
+    import urllib.request
+
+    import pytest
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"{name} did not become ready: {log.read_text()[-2000:]}")
+        time.sleep(0.1)

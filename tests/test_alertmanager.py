@@ -30,6 +30,7 @@ from colocate.constructs.mixin.routing import CHAT, NULL, PAGER, SECRETS_DIR, Re
 from colocate.errors import InputError, PropError
 from colocate.model import cluster as cluster_mod
 from colocate.model.names import CRITICAL, INFO, SEVERITIES, WARNING
+from tests.helpers import wait_ready
 
 DIST = ROOT / "dist"
 AMTOOL = ROOT / "bin" / "amtool"
@@ -261,17 +262,7 @@ def test_a_real_alertmanager_pages_the_critical_and_mutes_its_warning(tmp_path):
                              "--cluster.listen-address="], stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"alertmanager did not become ready: {(tmp_path / 'alertmanager.log').read_text()[-2000:]}")
-            time.sleep(0.1)
+        wait_ready(url, proc, tmp_path / "alertmanager.log", "alertmanager")
         alerts = [{"labels": {"alertname": name, "namespace": "training", "severity": severity}}
                   for name, severity in [("ColocateNodeCPUHigh", CRITICAL), ("ColocateNodeCPUHigh", WARNING),
                                          ("ColocateTrainingPodPending", WARNING)]]

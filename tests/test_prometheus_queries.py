@@ -27,7 +27,7 @@ from colocate.grafana import expand_variables, panel_queries
 from tests.fixtures.series import generate
 from tests.test_alerts import shipped_rule_files
 from tests.test_dashboards import shipped_dashboards
-from tests.helpers import colocate
+from tests.helpers import colocate, wait_ready
 
 #: Query time: the last sample of the fixture, so every [1h] window is full.
 AT = generate.START + (generate.SAMPLES - 1) * generate.STEP
@@ -63,17 +63,7 @@ def prometheus(data: Path, workdir: Path) -> Iterator[str]:
                             stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"prometheus did not become ready: {(workdir / log.name).read_text()[-2000:]}")
-            time.sleep(0.1)
+        wait_ready(url, proc, workdir / log.name, "prometheus")
         yield url
     finally:
         proc.terminate()
