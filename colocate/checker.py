@@ -10,7 +10,7 @@ import importlib
 import json
 import re
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -61,6 +61,8 @@ class Finding:
     field: str
     message: str
     fix: str = ""
+    #: Line of the offending field (or of the deepest part of its path the object has); 0 = not known.
+    field_line: int = 0
 
     @property
     def ref(self) -> str:
@@ -290,6 +292,20 @@ def _schema_result_findings(result: kubeconform.Result, docs: list[Doc]) -> list
     return findings
 
 
+def _with_field_lines(findings: list[Finding]) -> list[Finding]:
+    """Each finding with the line of its field, reading again only the files that have findings."""
+    wanted: dict[str, list[int]] = {}
+    for i, f in enumerate(findings):
+        if f.field and f.line:
+            wanted.setdefault(f.file, []).append(i)
+    out = list(findings)
+    for file, indexes in wanted.items():
+        lines = manifests.field_lines(Path(file), [(findings[i].line, findings[i].field) for i in indexes])
+        for i, line in zip(indexes, lines):
+            out[i] = replace(findings[i], field_line=line)
+    return out
+
+
 def cluster_pools(docs: list[Doc], cluster: Path | None) -> tuple[tuple[PoolFacts, ...], str]:
     """The node pools the capacity rules judge against: the NodePool descriptions among the
     checked objects, else those under ``cluster``, else those in the repository's dist/nodes/."""
@@ -366,5 +382,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
             validation.wait()
     findings, suppressed = _suppress(_schema_result_findings(schema_result, docs) + rule_findings
                                      + _skipped_findings(inputs.skipped), docs)
-    findings.sort(key=lambda f: (f.file, f.line, f.rule, f.field))
+    findings = _with_field_lines(findings)
+    suppressed = list(zip(_with_field_lines([f for f, _ in suppressed]), (reason for _, reason in suppressed)))
+    findings.sort(key=lambda f: (f.file, f.line, f.field_line, f.rule, f.field))
     return CheckResult(findings, schema_result, len(docs), list(rules), suppressed)

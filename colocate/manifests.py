@@ -488,3 +488,59 @@ def containers(pod: PodSpec) -> Iterator[tuple[str, dict[str, Any]]]:
         for i, container in enumerate(pod.spec.get(key) or []):
             if isinstance(container, dict):
                 yield f"{pod.path}.{key}[{i}]", container
+
+
+def field_lines(path: Path, wanted: list[tuple[int, str]]) -> list[int]:
+    """The line of each (object line, field path) in a file: the field's key, or that of the
+    deepest part of the path the object has (a missing required field points at its parent);
+    0 when not known. Composes the file again, so callers ask only for files with findings."""
+    objects: dict[int, yaml.Node] = {}
+
+    def add(node: yaml.Node) -> None:
+        # An object, or the items of a List (the items win a line they share with their List).
+        objects[node.start_mark.line + 1] = node
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if key.value == "items" and isinstance(value, yaml.SequenceNode):
+                    for item in value.value:
+                        add(item)
+
+    loader = _Loader(path.read_text(encoding="utf-8"))
+    try:
+        while loader.check_node():
+            add(loader.get_node())
+    except (yaml.YAMLError, RecursionError):
+        return [0] * len(wanted)  # a JSON file YAML cannot read: the objects' lines stand
+    finally:
+        loader.dispose()
+    return [_field_line(objects[line], field) if line in objects else 0 for line, field in wanted]
+
+
+def _field_line(node: yaml.Node, rest: str) -> int:
+    """Follow ``spec.containers[0].image``, ``metadata.annotations[a.io/b]`` or keys holding dots
+    (``data.x.json``) down the node tree."""
+    line = 0
+    while rest:
+        child = None
+        if isinstance(node, yaml.SequenceNode) and rest.startswith("["):
+            index, _, rest = rest[1:].partition("]")
+            if index.isdigit() and int(index) < len(node.value):
+                child = node.value[int(index)]
+                line = child.start_mark.line + 1
+        elif isinstance(node, yaml.MappingNode):
+            if rest.startswith("["):
+                wanted, _, after = rest[1:].partition("]")
+                match = [(k, v) for k, v in node.value if k.value == wanted]
+            else:
+                # The longest key the path starts with, so keys holding dots are found whole.
+                match = sorted(((k, v) for k, v in node.value if isinstance(k.value, str) and rest.startswith(k.value)
+                                and rest[len(k.value):len(k.value) + 1] in ("", ".", "[", " ")),
+                               key=lambda kv: -len(kv[0].value))
+                after = rest[len(match[0][0].value):] if match else ""
+            if match:
+                key, child = match[0]
+                line, rest = key.start_mark.line + 1, after
+        if child is None:
+            return line
+        node, rest = child, rest.lstrip(". ")
+    return line

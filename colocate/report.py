@@ -24,7 +24,7 @@ def use_colour(stream=sys.stdout) -> bool:
 
 
 def _line(f: Finding, colour: bool) -> str:
-    where = f"{f.field}: " if f.field else ""
+    where = f"{f.field}{f' (line {f.field_line})' if f.field_line else ''}: " if f.field else ""
     fix = f" (fix: {f.fix})" if f.fix else ""
     severity = f.severity.upper()
     if colour:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 import jsonschema
+import pytest
 
-from colocate import ROOT
+from colocate import ROOT, checker, manifests
 from tests.helpers import colocate
 
 SCHEMA = json.loads((ROOT / "tests/fixtures/sarif/sarif-schema-2.1.0.json").read_text())
@@ -41,7 +42,8 @@ def test_sarif_is_valid_sarif_2_1_0_with_rules_levels_files_and_lines():
 def test_text_groups_by_file_and_sums_up_by_severity_and_rule():
     proc = colocate("check", str(ERRORS), str(WARNING_ONLY), env={"NO_COLOR": "1"})
     lines = proc.stdout.splitlines()
-    assert lines[0] == str(ERRORS) and lines[1].startswith(f"  ERROR COL008 {ERRORS}:")
+    # In the order of their fields in the file: the annotation (COL010) above the pod spec (COL008).
+    assert lines[0] == str(ERRORS) and lines[1].startswith(f"  ERROR COL010 {ERRORS}:")
     assert str(WARNING_ONLY) in lines and "\033[" not in proc.stdout
     assert lines[-1].endswith("2 errors, 1 warnings (COL008 1, COL010 1, COL053 1)")
 
@@ -76,3 +78,42 @@ def test_explain_rules_json_version_and_options_after_the_subcommand():
 def test_from_a_subfolder_check_says_which_dist_it_checked(tmp_path):
     proc = colocate("check", cwd=ROOT / "docs")
     assert proc.returncode == 0 and f"checking {ROOT / 'dist'}" in proc.stderr
+
+
+def test_findings_carry_the_line_of_their_field():
+    result = checker.check([ERRORS])
+    lines = ERRORS.read_text().splitlines()
+    by_rule = {f.rule: f for f in result.findings}
+    # COL008: priorityClassName is missing, so the pod spec holding it; COL010: the annotation.
+    assert lines[by_rule["COL008"].field_line - 1].strip() == "spec:"
+    assert lines[by_rule["COL010"].field_line - 1].strip().startswith("colocate.io/ignore:")
+    text = colocate("check", str(ERRORS)).stdout
+    assert f"metadata.annotations[colocate.io/ignore] (line {by_rule['COL010'].field_line}): " in text
+    doc = json.loads(colocate("check", "--format", "json", str(ERRORS)).stdout)
+    assert {f["rule"]: f["field_line"] for f in doc["findings"]} == {r: f.field_line for r, f in by_rule.items()}
+
+
+@pytest.mark.parametrize("field, line", [
+    ("metadata.annotations[colocate.io/ignore]", 5),  # a key with dots, in brackets
+    ("data.app.json", 8),  # a key with dots, dotted
+    ("data.app.json panels[0]", 8),  # past a string (a dashboard's JSON): the deepest part found
+    ("spec.containers[1].image", 12),
+    ("spec.containers[1].resources.limits", 12),  # missing: the item that would hold it
+    ("spec.containers[7]", 10),
+    ("status", 0),
+])
+def test_field_lines(tmp_path, field, line):
+    path = tmp_path / "x.yaml"
+    path.write_text("---\nkind: A\n---\nmetadata:\n  annotations: {colocate.io/ignore: 'COL004: x'}\n"
+                    "data:\n  app: {}\n  app.json: '{}'\n"
+                    "spec:\n  containers:\n  - name: a\n  - image: b\n")
+    assert manifests.field_lines(path, [(4, field)]) == [line]
+
+
+def test_field_lines_of_list_items_and_json(tmp_path):
+    listed = tmp_path / "list.yaml"
+    listed.write_text("apiVersion: v1\nkind: List\nitems:\n- kind: A\n  spec:\n    x: 1\n- kind: B\n  spec:\n    x: 2\n")
+    assert manifests.field_lines(listed, [(4, "spec.x"), (7, "spec.x")]) == [6, 9]
+    as_json = tmp_path / "a.json"
+    as_json.write_text('{\n  "kind": "A",\n  "spec": {\n    "x": 1\n  }\n}\n')
+    assert manifests.field_lines(as_json, [(1, "spec.x")]) == [4]

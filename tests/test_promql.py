@@ -293,7 +293,7 @@ def test_cli_rejects_the_seeds_removed_metric_and_suggests_the_v2_name(tmp_path)
     proc = colocate("check", str(path))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     line = next(l.strip() for l in proc.stdout.splitlines() if l.strip().startswith("ERROR COL200 "))
-    assert "PrometheusRule/monitoring/seed-alerts: spec.groups[0].rules[0].expr:" in line
+    assert "PrometheusRule/monitoring/seed-alerts: spec.groups[0].rules[0].expr (line " in line
     assert 'alert "TrainingCPURequestsHigh"' in line
     assert 'use kube_pod_container_resource_requests{resource="cpu",unit="core"}' in line
     assert "0 invalid, 0 errors, 0 skipped" in proc.stdout

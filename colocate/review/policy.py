@@ -20,7 +20,8 @@ def findings(root: Path, config_path: Path | None) -> set[Finding]:
     if not root.is_dir():
         return set()
     result = checker.check([root], config_path)
-    return {replace(f, file=Path(f.file).resolve().relative_to(root.resolve()).as_posix(), line=0)
+    return {replace(f, file=Path(f.file).resolve().relative_to(root.resolve()).as_posix(), line=0,
+                    field_line=0)
             for f in result.findings}
 
 
