@@ -48,6 +48,26 @@ class Rule:
     schema: dict | None = None
     check: str | None = None
 
+    def filled(self, values: dict[str, str]) -> "Rule":
+        """The rule with the ``${name}`` placeholders of its message and fix replaced, as findings
+        show them (a rationale has none: it may quote ``$`` from PromQL or Grafana)."""
+        return replace(self, message=_fill(self.message, values), fix=_fill(self.fix, values))
+
+
+#: kubeconform's findings and the notices about the input, described like rules for
+#: --explain and SARIF. They have no rule file, and no annotation silences them.
+SCHEMA_RULE = Rule(
+    SCHEMA_RULE_ID, "kubernetes-schema", "error", "hygiene", "Object",
+    "kubeconform -strict validates every object against the Kubernetes schemas of colocate.yaml's "
+    "kubernetesVersion, and custom resources against policies/schemas/: an object it rejects, or has no "
+    "schema for, is refused by the API server or silently loses fields.",
+    "every object matches its Kubernetes or custom resource schema",
+    "make the object match the Kubernetes 1.28 schema (or our schema under policies/schemas/)")
+INPUT_RULE = Rule(
+    INPUT_RULE_ID, "input-form", "warning", "hygiene", "Set",
+    "A Helm chart or a Kustomize folder is not a manifest: check reports it instead of guessing what "
+    "it renders to.",
+    "checked paths hold plain manifests", "render it first (helm template, kustomize build) and check the output")
 
 @dataclass(frozen=True)
 class Finding:
@@ -287,8 +307,7 @@ def _schema_result_findings(result: kubeconform.Result, docs: list[Doc]) -> list
         findings.append(Finding(
             SCHEMA_RULE_ID, "error", res.get("filename", ""), doc.line if doc else 0, res.get("kind", ""),
             doc.namespace if doc else "", res.get("name", ""), "",
-            f"kubeconform ({status.removeprefix('status').lower()}): {reason}",
-            "make the object match the Kubernetes 1.28 schema (or our schema under policies/schemas/)"))
+            f"kubeconform ({status.removeprefix('status').lower()}): {reason}", SCHEMA_RULE.fix))
     return findings
 
 
@@ -342,7 +361,7 @@ def _suppress(findings: list[Finding], docs: list[Doc]) -> tuple[list[Finding], 
     kept, silenced = [], []
     for f in findings:
         reason = by_doc.get((f.file, f.line), {}).get(f.rule)
-        if reason and f.rule != SUPPRESSION_RULE_ID:
+        if reason and f.rule not in (SUPPRESSION_RULE_ID, SCHEMA_RULE_ID, INPUT_RULE_ID):
             silenced.append((f, reason))
         else:
             kept.append(f)
@@ -351,6 +370,18 @@ def _suppress(findings: list[Finding], docs: list[Doc]) -> tuple[list[Finding], 
 
 def _skipped_findings(skipped: Iterable[manifests.Skipped]) -> list[Finding]:
     return [Finding(INPUT_RULE_ID, "warning", s.path, 0, "", "", "", "", s.reason, s.hint) for s in skipped]
+
+
+def described_rules(config_path: Path | None = None) -> tuple[Rule, ...]:
+    """Every rule with its placeholders filled from the configuration, for ``colocate rules``
+    and ``--explain`` (no objects: the namespace tiers are the configuration's). Outside a
+    repository, with no --config, the rules as written (``${name}`` placeholders)."""
+    if config_path is None and not config_mod.default_path().is_file():
+        return load_rules()
+    config = config_mod.load(config_path) if config_path else config_mod.load()
+    ctx = _context(reference(config), [], config.gitops.min_argocd_version, config.registry_host,
+                   config.registry_proxy_projects)
+    return tuple(rule.filled(ctx.values) for rule in load_rules())
 
 
 def check(paths: list[Path], config_path: Path | None = None, cluster: Path | None = None) -> CheckResult:
@@ -385,4 +416,4 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
     findings = _with_field_lines(findings)
     suppressed = list(zip(_with_field_lines([f for f, _ in suppressed]), (reason for _, reason in suppressed)))
     findings.sort(key=lambda f: (f.file, f.line, f.field_line, f.rule, f.field))
-    return CheckResult(findings, schema_result, len(docs), list(rules), suppressed)
+    return CheckResult(findings, schema_result, len(docs), [r.filled(ctx.values) for r in rules], suppressed)

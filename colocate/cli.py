@@ -55,7 +55,7 @@ def _check(args: argparse.Namespace) -> int:
     from colocate import checker, report
 
     if args.explain:
-        return _explain(args.explain)
+        return _explain(args.explain, Path(args.config) if args.config else None)
     paths = [Path(p) for p in args.paths] if args.paths else [_default_dist()]
     result = checker.check(paths, Path(args.config) if args.config else None,
                            Path(args.cluster) if args.cluster else None)
@@ -77,10 +77,10 @@ def _default_dist() -> Path:
     return ours
 
 
-def _explain(rule_id: str) -> int:
+def _explain(rule_id: str, config: Path | None) -> int:
     from colocate import checker
 
-    rules = {r.id: r for r in checker.load_rules()}
+    rules = {r.id: r for r in (checker.SCHEMA_RULE, checker.INPUT_RULE, *checker.described_rules(config))}
     rule = rules.get(rule_id.upper())
     if rule is None:
         raise ColocateError(f"--explain {rule_id!r}: no such rule; `colocate rules` lists them")
@@ -151,7 +151,7 @@ def _rules(args: argparse.Namespace) -> int:
     import json
     from colocate import checker
 
-    rules = checker.load_rules()
+    rules = checker.described_rules(Path(args.config) if args.config else None)
     if args.format == "json":
         print(json.dumps([{"id": r.id, "name": r.name, "severity": r.severity, "category": r.category,
                            "message": r.message, "rationale": r.rationale, "fix": r.fix} for r in rules], indent=2))

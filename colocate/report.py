@@ -2,6 +2,7 @@
 2.1.0 for code scanning. One result model, three renderers."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -10,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
-from colocate.checker import CheckResult, Finding
+from colocate.checker import INPUT_RULE, SCHEMA_RULE, CheckResult, Finding, Rule
 
 JSON_VERSION = 1
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -23,8 +24,13 @@ def use_colour(stream=sys.stdout) -> bool:
     return stream.isatty() and not os.environ.get("NO_COLOR")
 
 
+def _where(f: Finding) -> str:
+    """``field (line N): `` with the field's line where known; "" for a finding on no field."""
+    return f"{f.field}{f' (line {f.field_line})' if f.field_line else ''}: " if f.field else ""
+
+
 def _line(f: Finding, colour: bool) -> str:
-    where = f"{f.field}{f' (line {f.field_line})' if f.field_line else ''}: " if f.field else ""
+    where = _where(f)
     fix = f" (fix: {f.fix})" if f.fix else ""
     severity = f.severity.upper()
     if colour:
@@ -36,13 +42,18 @@ def _line(f: Finding, colour: bool) -> str:
 
 def summary(result: CheckResult) -> str:
     k = result.kubeconform
-    warnings = len(result.findings) - len(result.errors)
-    by_rule = Counter(f.rule for f in result.findings)
-    rules = f" ({', '.join(f'{r} {n}' for r, n in sorted(by_rule.items()))})" if by_rule else ""
-    suppressed = f"; {len(result.suppressed)} suppressed" if result.suppressed else ""
+    warnings = [f for f in result.findings if f.severity != "error"]
+    suppressed = [f for f, _ in result.suppressed]
+    suppressed_text = f"; {len(suppressed)} suppressed{_by_rule(suppressed)}" if suppressed else ""
     return (f"checked {result.objects} objects with {len(result.rules)} rules; kubeconform: "
             f"{k.valid} valid, {k.invalid} invalid, {k.errors} errors, {k.skipped} skipped; "
-            f"{len(result.errors)} errors, {warnings} warnings{rules}{suppressed}")
+            f"{len(result.errors)} errors{_by_rule(result.errors)}, {len(warnings)} warnings{_by_rule(warnings)}"
+            f"{suppressed_text}")
+
+
+def _by_rule(findings: list[Finding]) -> str:
+    counts = Counter(f.rule for f in findings)
+    return f" ({', '.join(f'{r} {n}' for r, n in sorted(counts.items()))})" if counts else ""
 
 
 def to_text(result: CheckResult, colour: bool = False) -> str:
@@ -59,7 +70,7 @@ def to_text(result: CheckResult, colour: bool = False) -> str:
         lines.append("  " + _line(f, colour))
     if result.suppressed:
         lines.append(f"suppressed ({len(result.suppressed)}):")
-        lines += [f"  {f.rule} {f.file}:{f.line} {f.ref}: {reason}" for f, reason in result.suppressed]
+        lines += [f"  {f.rule} {f.file}:{f.line} {f.ref}: {_where(f)}{reason}" for f, reason in result.suppressed]
     lines.append(summary(result))
     return "\n".join(lines) + "\n"
 
@@ -77,53 +88,71 @@ def to_json(result: CheckResult) -> str:
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
-def _uri(path: str) -> str:
-    """Repository-relative when under the working directory (what code scanning expects)."""
-    p = Path(path)
+def _artifact(file: str, root: Path) -> dict:
+    """Relative to the repository root, which code scanning maps onto the checkout (from any
+    working folder); a file outside it by its absolute URI."""
+    path = Path(file).resolve()
     try:
-        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+        return {"uri": path.relative_to(root).as_posix(), "uriBaseId": "%SRCROOT%"}
     except ValueError:
-        return p.as_posix()
+        return {"uri": path.as_uri()}
 
 
-def to_sarif(result: CheckResult) -> str:
-    """SARIF 2.1.0: one run, the rules with their rationale and fix as help, one result per
-    finding at its file and the object's first line; suppressed findings carry a suppression."""
-    from colocate import __version__
-
-    rules = sorted(result.rules, key=lambda r: r.id)
-    index = {r.id: i for i, r in enumerate(rules)}
-    descriptors = [{
+def _descriptor(r: Rule) -> dict:
+    return {
         "id": r.id, "name": r.name,
         "shortDescription": {"text": r.message},
         "fullDescription": {"text": r.rationale},
-        "help": {"text": f"{r.rationale}\nFix: {r.fix}"},
+        "help": {"text": f"{r.rationale}\nFix: {r.fix}",
+                 "markdown": f"{r.rationale}\n\n**Fix:** {r.fix}\n\nMore: `colocate check --explain {r.id}`"},
         "defaultConfiguration": {"level": r.severity},
-        "properties": {"category": r.category},
-    } for r in rules]
+        "properties": {"category": r.category, "tags": ["kubernetes", r.category]},
+    }
 
-    def result_of(f: Finding, reason: str | None = None) -> dict:
-        out = {
-            "ruleId": f.rule,
-            "level": f.severity if f.severity in ("error", "warning") else "note",
-            "message": {"text": f"{f.ref}: {f.field + ': ' if f.field else ''}{f.message}"
-                                + (f" (fix: {f.fix})" if f.fix else "")},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(f.file)},
-                                                "region": {"startLine": max(f.line, 1)}}}],
-        }
-        if f.rule in index:
-            out["ruleIndex"] = index[f.rule]
-        if reason is not None:
-            out["suppressions"] = [{"kind": "inSource", "justification": reason}]
-        return out
 
+def _sarif_result(f: Finding, index: dict[str, int], root: Path, reason: str | None) -> dict:
+    artifact = _artifact(f.file, root)
+    where: dict = {"artifactLocation": artifact}
+    if f.field_line or f.line:
+        where["region"] = {"startLine": f.field_line or f.line}
+    out = {
+        "ruleId": f.rule,
+        "ruleIndex": index[f.rule],
+        "level": f.severity,
+        "message": {"text": f"{f.ref}: {f.field + ': ' if f.field else ''}{f.message}"
+                            + (f" (fix: {f.fix})" if f.fix else "")},
+        "locations": [{"physicalLocation": where, "logicalLocations": [
+            {"fullyQualifiedName": f.ref + (f".{f.field}" if f.field else ""), "kind": "member" if f.field else "object"}]}],
+        # One alert per rule, object and field, however far an edit above it moves the lines.
+        "partialFingerprints": {"colocateFinding/v1": hashlib.sha256(
+            "\0".join((f.rule, artifact["uri"], f.ref, f.field)).encode()).hexdigest()},
+    }
+    if f.line and f.field_line and f.field_line != f.line:
+        out["relatedLocations"] = [{"id": 1, "message": {"text": f"the object {f.ref}"}, "physicalLocation": {
+            "artifactLocation": artifact, "region": {"startLine": f.line}}}]
+    if reason is not None:
+        out["suppressions"] = [{"kind": "inSource", "status": "accepted", "justification": reason}]
+    return out
+
+
+def to_sarif(result: CheckResult, root: Path | None = None) -> str:
+    """SARIF 2.1.0: one run; every rule described (code scanning then closes an alert whose rule
+    ran and found nothing), with rationale and fix as help; each result at its field's line, the
+    object's as a related location; suppressed findings with their justification."""
+    from colocate import __version__
+    from colocate.resources import repository
+
+    root = (root or repository()).resolve()
+    rules = [SCHEMA_RULE, INPUT_RULE, *sorted(result.rules, key=lambda r: r.id)]
+    index = {r.id: i for i, r in enumerate(rules)}
     sarif = {
         "$schema": SARIF_SCHEMA, "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": {"name": "colocate", "version": __version__,
-                                "informationUri": "https://git.example.com/platform/colocate",
-                                "rules": descriptors}},
-            "results": [result_of(f) for f in result.findings] + [result_of(f, r) for f, r in result.suppressed],
+            "tool": {"driver": {"name": "colocate", "version": __version__, "semanticVersion": __version__,
+                                "rules": [_descriptor(r) for r in rules]}},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
+            "results": [_sarif_result(f, index, root, None) for f in result.findings]
+                       + [_sarif_result(f, index, root, reason) for f, reason in result.suppressed],
         }],
     }
     return json.dumps(sarif, indent=2, sort_keys=True) + "\n"

@@ -2,15 +2,21 @@
 a summary by rule, --fail-on, --explain, rules as JSON, suppressions listed and counted."""
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import pty
+import subprocess
 
 import jsonschema
 import pytest
 
 from colocate import ROOT, checker, manifests
-from tests.helpers import colocate
+from colocate.toolchain import environment
+from tests.helpers import VENV_BIN, colocate
 
-SCHEMA = json.loads((ROOT / "tests/fixtures/sarif/sarif-schema-2.1.0.json").read_text())
+SCHEMA_FILE = ROOT / "tests/fixtures/sarif/sarif-schema-2.1.0.json"
+SCHEMA = json.loads(SCHEMA_FILE.read_text())
 FIXTURES = ROOT / "tests/policies/fixtures"
 WARNING_ONLY = FIXTURES / "COL053/fail.yaml"      # one warning
 ERRORS = FIXTURES / "COL010/fail.yaml"            # COL008 and COL010 errors
@@ -45,7 +51,7 @@ def test_text_groups_by_file_and_sums_up_by_severity_and_rule():
     # In the order of their fields in the file: the annotation (COL010) above the pod spec (COL008).
     assert lines[0] == str(ERRORS) and lines[1].startswith(f"  ERROR COL010 {ERRORS}:")
     assert str(WARNING_ONLY) in lines and "\033[" not in proc.stdout
-    assert lines[-1].endswith("2 errors, 1 warnings (COL008 1, COL010 1, COL053 1)")
+    assert lines[-1].endswith("2 errors (COL008 1, COL010 1), 1 warnings (COL053 1)")
 
 
 def test_fail_on_decides_what_exit_1_means():
@@ -60,7 +66,7 @@ def test_suppressed_findings_are_listed_and_counted_never_dropped():
     (entry,) = doc["suppressed"]
     assert entry["rule"] == "COL008" and entry["reason"].startswith("the vendor's operator")
     text = colocate("check", str(SUPPRESSED)).stdout
-    assert "suppressed (1):" in text and text.rstrip().endswith("0 errors, 0 warnings; 1 suppressed")
+    assert "suppressed (1):" in text and text.rstrip().endswith("0 errors, 0 warnings; 1 suppressed (COL008 1)")
 
 
 def test_explain_rules_json_version_and_options_after_the_subcommand():
@@ -117,3 +123,84 @@ def test_field_lines_of_list_items_and_json(tmp_path):
     as_json = tmp_path / "a.json"
     as_json.write_text('{\n  "kind": "A",\n  "spec": {\n    "x": 1\n  }\n}\n')
     assert manifests.field_lines(as_json, [(1, "spec.x")]) == [4]
+
+
+def test_the_sarif_schema_is_upstreams_file():
+    # oasis-tcs/sarif-spec sarif-2.1/schema/sarif-schema-2.1.0.json at e0583813 (SOURCE.md).
+    digest = hashlib.sha256(SCHEMA_FILE.read_bytes()).hexdigest()
+    assert digest == "c3b4bb2d6093897483348925aaa73af03b3e3f4bd4ca38cef26dcb4212a2682e"
+    jsonschema.Draft4Validator.check_schema(SCHEMA)
+
+
+def test_sarif_points_at_the_field_from_any_folder_and_describes_every_rule():
+    proc = colocate("check", "--format", "sarif", str(ERRORS), cwd=ROOT / "docs")
+    sarif = json.loads(proc.stdout)
+    jsonschema.Draft4Validator(SCHEMA).validate(sarif)
+    (run,) = sarif["runs"]
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == ROOT.as_uri() + "/"
+    rules = run["tool"]["driver"]["rules"]
+    assert {r["id"] for r in rules} == {r.id for r in checker.load_rules()} | {"SCHEMA", "INPUT"}
+    assert not [r["id"] for r in rules if "${" in json.dumps(r)], "placeholders must be filled"
+    lines = ERRORS.read_text().splitlines()
+    for result in run["results"]:
+        where = result["locations"][0]["physicalLocation"]
+        assert where["artifactLocation"] == {"uri": "tests/policies/fixtures/COL010/fail.yaml", "uriBaseId": "%SRCROOT%"}
+        related = result["relatedLocations"][0]["physicalLocation"]["region"]["startLine"]
+        assert lines[related - 1] == "apiVersion: apps/v1"  # the object
+        assert where["region"]["startLine"] > related and result["partialFingerprints"]["colocateFinding/v1"]
+    field_lines = {r["ruleId"]: r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in run["results"]}
+    assert lines[field_lines["COL010"] - 1].strip().startswith("colocate.io/ignore:")
+
+
+def test_sarif_of_a_file_outside_the_repository_uses_its_absolute_uri(tmp_path):
+    copy = tmp_path / "x.yaml"
+    copy.write_text(ERRORS.read_text())
+    sarif = json.loads(colocate("check", "--format", "sarif", str(copy)).stdout)
+    jsonschema.Draft4Validator(SCHEMA).validate(sarif)
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in sarif["runs"][0]["results"]}
+    assert uris == {copy.as_uri()}
+
+
+def test_kubeconforms_findings_cannot_be_silenced(tmp_path):
+    path = tmp_path / "cm.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: training\n"
+                    "  annotations:\n    colocate.io/ignore: 'SCHEMA: we know'\ndata:\n  a: 1\n")
+    result = checker.check([path])
+    assert {f.rule for f in result.findings} == {"SCHEMA", "COL010"} and result.suppressed == []
+
+
+def _on_a_terminal(*args: str, **env: str) -> str:
+    """colocate's output with stdout on a pseudo-terminal, as in an interactive shell."""
+    main, child = pty.openpty()
+    environ = {k: v for k, v in environment().items() if k != "NO_COLOR"} | env
+    proc = subprocess.Popen([str(VENV_BIN / "colocate"), *args], cwd=ROOT, env=environ, stdout=child,
+                            stderr=subprocess.DEVNULL)
+    os.close(child)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait()
+    os.close(main)
+    return out.decode()
+
+
+def test_colour_on_a_terminal_unless_no_color():
+    assert "\033[31mERROR\033[0m COL010" in _on_a_terminal("check", str(ERRORS))
+    assert "\033[" not in _on_a_terminal("check", str(ERRORS), NO_COLOR="1")
+
+
+def test_explain_and_rules_show_the_configurations_values(tmp_path):
+    assert "Fix: set priorityClassName: offline-batch in the pod template" in colocate("check", "--explain", "COL004").stdout
+    assert colocate("check", "--explain", "SCHEMA").stdout.startswith("SCHEMA kubernetes-schema (error, hygiene)")
+    config = tmp_path / "colocate.yaml"
+    config.write_text((ROOT / "colocate.yaml").read_text().replace("harbor.example.com", "registry.test.invalid"))
+    for args in (("rules", "--format", "json", "--config", str(config)),
+                 ("--config", str(config), "rules", "--format", "json")):
+        rules = {r["id"]: r for r in json.loads(colocate(*args).stdout)}
+        assert "registry.test.invalid" in rules["COL009"]["message"], args
