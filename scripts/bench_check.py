@@ -62,7 +62,7 @@ def write_mix(folder: Path, n: int) -> None:
         batch.append(doc)
         if len(batch) == PER_FILE or i == n - 1:
             (folder / f"objects-{i // PER_FILE:05d}.yaml").write_text(
-                yaml.safe_dump_all(batch, sort_keys=False), encoding="utf-8")
+                yaml.dump_all(batch, Dumper=yaml.CSafeDumper, sort_keys=False), encoding="utf-8")
             batch = []
 
 
