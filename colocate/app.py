@@ -75,7 +75,7 @@ def render_files(built: Built) -> dict[str, str]:
 
 def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path = jobs_mod.JOBS_DIR) -> dict[str, str]:
     """Build, render and write dist/. Any error before the swap leaves ``outdir`` untouched."""
-    render.check_outdir(outdir.resolve())  # before the minutes of building, not after
+    render.check_outdir(outdir)  # before the minutes of building, not after
     files = _render(config_path, jobs_dir)
     render.write_tree(files, outdir)
     return files

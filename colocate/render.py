@@ -22,6 +22,7 @@ from colocate.manifests import ObjectView
 INDEX_FILE = "index.yaml"
 INDEX_API_VERSION = "colocate.io/v1alpha1"
 _TOP_ORDER = ("apiVersion", "kind", "metadata")
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -140,50 +141,100 @@ def compare_tree(files: dict[str, str], outdir: Path) -> TreeDiff:
                     modified=tuple(sorted(p for p in files if p in on_disk and files[p] != on_disk[p])))
 
 
-def is_ours(folder: Path) -> bool:
-    """An earlier synth output: its index.yaml is our DistIndex."""
+def foreign_files(folder: Path) -> list[str] | None:
+    """What in ``folder`` an earlier synth did not write: None when its index.yaml is not our
+    DistIndex, else every path (relative, sorted) that is not index.yaml, an object the index
+    lists, or an extra file (never .yaml) in a folder the index lists."""
     try:
-        doc = yaml.safe_load((folder / "index.yaml").read_text())
+        doc = yaml.load((folder / INDEX_FILE).read_text(), Loader=_Loader)
     except (OSError, yaml.YAMLError, UnicodeDecodeError):
-        return False
-    return isinstance(doc, dict) and doc.get("kind") == "DistIndex" and doc.get("apiVersion") == "colocate.io/v1alpha1"
+        return None
+    if not (isinstance(doc, dict) and doc.get("kind") == "DistIndex" and doc.get("apiVersion") == INDEX_API_VERSION):
+        return None
+    listed = doc.get("folders") if isinstance(doc.get("folders"), dict) else {}
+    objects = {f"{name}/{o.get('file')}" for name, entry in listed.items() if isinstance(entry, dict)
+               for o in entry.get("objects") or () if isinstance(o, dict)}
+    out = []
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if path.is_dir() and not path.is_symlink():
+            continue
+        extra = not rel.endswith((".yaml", ".yml")) and any(rel.startswith(f"{name}/") for name in listed)
+        if rel != INDEX_FILE and rel not in objects and not extra:
+            out.append(rel)
+    return out
+
+
+def is_ours(folder: Path) -> bool:
+    """An earlier synth output, and nothing else: every file in it is one synth writes."""
+    return foreign_files(folder) == []
 
 
 def check_outdir(outdir: Path) -> None:
-    """synth replaces the whole folder: refuse one that holds anything but an earlier dist/."""
-    if outdir.exists() and not outdir.is_dir():
+    """synth replaces the whole folder: refuse one that holds anything but an earlier dist/.
+    Messages name ``outdir`` as given."""
+    where = outdir.resolve()
+    if where.exists() and not where.is_dir():
         raise InputError(str(outdir), "", "is a file; --outdir must be a folder")
-    if outdir.is_dir() and any(outdir.iterdir()) and not is_ours(outdir):
+    if not where.is_dir() or not any(where.iterdir()):
+        return
+    foreign = foreign_files(where)
+    if foreign is None:
         raise InputError(str(outdir), "", "is not empty and is not an earlier colocate dist/ (no index.yaml of kind "
                          "DistIndex); synth replaces the whole folder, so name a new or empty one")
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise InputError(str(outdir), "", f"is an earlier colocate dist/ but also holds files synth did not write "
+                         f"({shown}); synth replaces the whole folder, so move them out or name another folder")
 
 
 def _leftovers(outdir: Path) -> list[Path]:
-    """Folders an interrupted synth left next to ``outdir``: ``<name>.old-<pid>`` and ``<name>.tmp-*``."""
+    """Folders an interrupted synth left next to ``outdir``: ``<name>.old-<pid>`` and ``<name>.tmp-*``
+    holding only what synth writes (or nothing yet); a user's folder of that name is kept."""
     pattern = re.compile(rf"^{re.escape(outdir.name)}\.(old-\d+|tmp-[A-Za-z0-9_]+)$")
-    return [p for p in outdir.parent.iterdir() if p.is_dir() and pattern.match(p.name)]
+    return [p for p in outdir.parent.iterdir()
+            if pattern.match(p.name) and p.is_dir() and not p.is_symlink() and (not any(p.iterdir()) or is_ours(p))]
+
+
+def _remove(tree: Path) -> None:
+    """Delete a tree synth wrote, index.yaml last: interrupted, it is still recognisably ours
+    (is_ours) and the next synth removes the rest."""
+    if not tree.is_dir():
+        return
+    with contextlib.suppress(OSError):  # what stays is removed by the next synth
+        for child in tree.iterdir():
+            if child.name == INDEX_FILE:
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        (tree / INDEX_FILE).unlink(missing_ok=True)
+        tree.rmdir()
 
 
 def write_tree(files: dict[str, str], outdir: Path) -> None:
     """Replace ``outdir`` with exactly ``files``. The new tree is written next to it first and
-    swapped in with two renames; SIGINT waits until both are done, and if the second fails the
-    first is undone, so ``outdir`` is always the old tree or the new one. Never touches a folder
-    that is not an earlier synth output (check_outdir)."""
-    outdir = outdir.resolve()
+    swapped in with two renames; SIGINT and SIGTERM wait until both are done, and if the second
+    fails the first is undone, so ``outdir`` is always the old tree or the new one. Never touches
+    a folder that is not an earlier synth output (check_outdir)."""
     check_outdir(outdir)
+    outdir = outdir.resolve()
     outdir.parent.mkdir(parents=True, exist_ok=True)
     for leftover in _leftovers(outdir):
-        shutil.rmtree(leftover, ignore_errors=True)
+        _remove(leftover)
     staging = Path(tempfile.mkdtemp(prefix=f"{outdir.name}.tmp-", dir=outdir.parent))
+    old = outdir.parent / f"{outdir.name}.old-{os.getpid()}"
+    swapped = False
     try:
-        for rel, text in files.items():
+        # index.yaml first: a staging folder cut short is then recognisably ours (_leftovers).
+        for rel in sorted(files, key=lambda rel: rel != INDEX_FILE):
             path = staging / rel
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            path.write_text(files[rel])
             os.chmod(path, 0o644)
         os.chmod(staging, 0o755)
-        old = outdir.parent / f"{outdir.name}.old-{os.getpid()}"
-        with _sigint_deferred():
+        with _signals_deferred():
             moved = False
             if outdir.exists():
                 outdir.rename(old)
@@ -194,22 +245,29 @@ def write_tree(files: dict[str, str], outdir: Path) -> None:
                 if moved:
                     old.rename(outdir)
                 raise
-        shutil.rmtree(old, ignore_errors=True)
+            swapped = True
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        # Also when a deferred Ctrl-C arrives: the old tree is gone only once the new one is in place.
+        if swapped:
+            _remove(old)
+        _remove(staging)
 
 
 @contextlib.contextmanager
-def _sigint_deferred():
-    """Hold Ctrl-C until the block ends, then deliver it (only in the main thread)."""
+def _signals_deferred():
+    """Hold SIGINT and SIGTERM until the block ends, then deliver them to the handlers that were
+    in place (only the main thread can set handlers; elsewhere the block runs as is)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught:
-            raise KeyboardInterrupt
+        for sig, handler in previous.items():
+            # None: a handler installed outside Python, which cannot be put back; use the default.
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        for sig in dict.fromkeys(caught):
+            signal.raise_signal(sig)

@@ -56,6 +56,10 @@ class Cluster:
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.pools]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise PropError("Cluster", f"pools[{twice[0]!r}]", "is named by more than one pool; each pool is one "
+                            "node group with its own files in dist/nodes/, so give each a name of its own")
         for prop, value in (("online_pool", self.online_pool), ("mixed_pool", self.mixed_pool),
                             ("monitoring_pool", self.monitoring_pool),
                             *((f"online_service_pools[{i}]", n) for i, n in enumerate(self.online_service_pools))):
