@@ -15,7 +15,7 @@ from colocate.constructs.image_prepull import ImagePrepull, ImagePrepullProps
 from colocate.constructs.node_pool import NodePool
 from colocate.constructs.tfjob import RoleSpec, TFJob, TFJobProps
 from colocate.errors import InputError, PropError
-from colocate.jobs import JobFile, file_path
+from colocate.jobs import JobFile, file_path, file_words
 from colocate.model.pools import PAUSE_IMAGE
 
 PREPULL_NAME = "training-image-prepull"
@@ -45,7 +45,7 @@ class TrainingChart(ColocateChart):
                 **job.options(),
             ))
         except PropError as exc:
-            raise InputError(job.file, file_path(exc.prop), exc.reason) from exc
+            raise InputError(job.file, file_path(exc.prop), file_words(exc.reason)) from exc
 
     def _prepull(self, cluster: Cluster, config: Config, pool: NodePool, images: list[str]) -> None:
         ns = cluster.prepull_namespace

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import difflib
-
 import ipaddress
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -14,7 +14,7 @@ import yaml
 
 from colocate.errors import InputError
 from colocate.model.scheduling import ImageRef
-from colocate.resources import CONFIG_NAME, data_path, repository
+from colocate.resources import CONFIG_NAME, data_path, display, repository
 
 _SCHEMA = json.loads(data_path("colocate", "schemas", "config.schema.json").read_text())
 
@@ -101,47 +101,109 @@ def json_path(parts) -> str:
     return out
 
 
-def load_yaml_file(path: Path) -> object:
-    """Parse one YAML document; a syntax error names the file and line."""
+def load_yaml_file(path: Path, name: str | None = None) -> object:
+    """Parse one YAML document; a syntax error names the file (``name``, default the path) and line."""
+    name = name or str(path)
     try:
         return yaml.safe_load(path.read_text())
     except FileNotFoundError:
-        raise InputError(str(path), "", "file not found") from None
+        raise InputError(name, "", "file not found") from None
+    except OSError as exc:
+        raise InputError(name, "", f"cannot read the file: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(name, "", f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f"{mark.line + 1}" if mark else ""
-        raise InputError(str(path), line, f"not valid YAML: {exc.problem}") from None
+        raise InputError(name, line, f"not valid YAML: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(name, "", f"not valid YAML: {exc}") from None
 
 
 def validate(data: object, schema: dict, file: str) -> None:
     """Raise InputError listing every schema violation (unknown keys first, with a did-you-mean),
-    each with its JSON path and, for a pattern, the value's expected form in words."""
+    each with its JSON path and, where the schema explains a form (``errorMessage``, the
+    ajv-errors keyword, else ``description``), that explanation instead of a regular expression."""
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data),
                     key=lambda e: (e.validator != "additionalProperties", list(map(str, e.absolute_path)), e.message))
     if not errors:
         return
-    lines = [f"{json_path(e.absolute_path)}: {_in_words(e)}" for e in errors]
+    lines = list(dict.fromkeys(f"{json_path(e.absolute_path)}: {_in_words(e, validator)}" for e in errors))
     first, _, message = lines[0].partition(": ")
     rest = "".join(f"\n  {file}:{line}" for line in lines[1:])
     raise InputError(file, first, message + rest)
 
 
-def _in_words(error: jsonschema.ValidationError) -> str:
-    """jsonschema's message, with unknown keys given a did-you-mean and regular expressions
-    replaced by the schema's own description of the expected value."""
+#: Keywords whose own message shows a regular expression or a sub-schema instead of words.
+_FORM_KEYWORDS = ("pattern", "anyOf", "oneOf", "not")
+
+
+def _in_words(error: jsonschema.ValidationError, validator: jsonschema.Draft202012Validator) -> str:
+    """One schema error as a person can act on it: unknown keys and enum values with a
+    did-you-mean, an empty file said so, a value of the wrong form explained in words with,
+    where one is close, the valid value it was probably meant to be."""
+    schema = error.schema if isinstance(error.schema, dict) else {}
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        known = list((error.schema.get("properties") or {}))
-        unknown = [k for k in error.instance if k not in known]
-        hints = []
-        for key in unknown:
-            close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
-            hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        known = list(schema.get("properties") or {})
+        hints = [f"{key!r}{_did_you_mean(str(key), known)}" for key in error.instance if key not in known]
         return f"unknown key {', '.join(hints)}; known keys: {', '.join(known)}"
-    described = error.schema.get("description") if isinstance(error.schema, dict) else None
-    if error.validator in ("pattern", "anyOf", "oneOf", "not") and described:
-        return f"{error.instance!r} is not of the expected form ({described})"
-    return error.message
+    if error.validator == "type" and not error.absolute_path and not isinstance(error.instance, dict):
+        needs = ", ".join(schema.get("required") or ())
+        what = "the file is empty" if error.instance is None else f"the file holds a {type(error.instance).__name__}"
+        return f"{what}; it must map keys to values" + (f", at least {needs}" if needs else "")
+    if error.validator == "enum":
+        return f"{error.instance!r} is not one of {', '.join(map(str, schema['enum']))}" + _did_you_mean(
+            str(error.instance), [str(v) for v in schema["enum"]])
+    if error.validator == "type":
+        return error.message + _close(error, validator, _retyped(error.instance))
+    # ajv-errors' errorMessage: one text for the value's form, or one per failing keyword.
+    explained = schema.get("errorMessage")
+    if isinstance(explained, dict):
+        explained = explained.get(error.validator)
+    elif error.validator not in _FORM_KEYWORDS:
+        explained = None
+    if explained is None and error.validator in _FORM_KEYWORDS and "description" in schema:
+        explained = f"is not of the expected form: {schema['description']}"
+    if explained is None:
+        return error.message
+    return f"{error.instance!r} {explained}" + _close(error, validator, _respelt(error.instance))
+
+
+def _did_you_mean(word: str, known: list[str]) -> str:
+    folded = {k.lower(): k for k in known}
+    close = folded.get(word.lower()) or next(iter(difflib.get_close_matches(word, known, n=1, cutoff=0.6)), None)
+    return f" (did you mean {close!r}?)" if close else ""
+
+
+def _close(error: jsonschema.ValidationError, validator: jsonschema.Draft202012Validator, candidates: list) -> str:
+    """``; did you mean X?`` for the first candidate the failing (sub)schema accepts, else nothing."""
+    check = validator.evolve(schema=error.schema)
+    close = next((c for c in candidates if c != error.instance and check.is_valid(c)), None)
+    if close is None:
+        return ""
+    return f"; did you mean {close!r}?" if isinstance(close, str) else f"; did you mean {json.dumps(close)}?"
+
+
+def _retyped(value: object) -> list[object]:
+    """A quoted number or boolean unquoted (replicas: "3"), one value as a one-item list."""
+    out: list[object] = [[value]]
+    if isinstance(value, str):
+        try:
+            out.insert(0, yaml.safe_load(value))
+        except yaml.YAMLError:
+            pass
+    return out
+
+
+def _respelt(value: object) -> list[object]:
+    """Slips of the hand in a text value: spaces, upper case, a size in decimal or lower-case
+    units meant as the binary unit (4GB, 4G, 4gi, 500m of memory -> 4Gi, 500Mi)."""
+    if not isinstance(value, str):
+        return []
+    text = "".join(value.split())
+    size = re.fullmatch(r"([0-9]+)([kKmMgGtT])[iI]?[bB]?", text)
+    return [text, text.lower(), *([f"{size[1]}{size[2].upper()}i"] if size else [])]
 
 
 def _alertmanager_secret(data: dict) -> AlertmanagerSecret:
@@ -156,13 +218,14 @@ def default_path() -> Path:
 
 def load(path: Path | None = None) -> Config:
     path = path or default_path()
-    data = load_yaml_file(path)
-    validate(data, _SCHEMA, str(path))
+    file = display(path)
+    data = load_yaml_file(path, file)
+    validate(data, _SCHEMA, file)
     for index, cidr in enumerate(data["registry"]["cidrs"]):
         try:
             ipaddress.ip_network(cidr)
         except ValueError as exc:
-            raise InputError(str(path), f"$.registry.cidrs[{index}]", str(exc)) from None
+            raise InputError(file, f"$.registry.cidrs[{index}]", str(exc)) from None
     gitops = data["gitops"]
     return Config(
         release=data["release"],

@@ -7,6 +7,7 @@ re-raised naming the file too. Any error stops synth before dist/ is touched.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from colocate import ROOT
 from colocate.config import Config, load_yaml_file, validate
 from colocate.errors import InputError
-from colocate.resources import repository
+from colocate.resources import display
 
 JOBS_DIR = ROOT / "jobs"
 SCHEMA = json.loads((Path(__file__).parent / "schemas" / "job.schema.json").read_text())
@@ -58,27 +59,28 @@ class JobFile:
 #: Construct prop -> the job file's own key, for messages (the file says memoryLimit, not memory_limit).
 _FILE_KEYS = {**{field: key for key, field in _ROLE_FIELDS.items()}, "restart_policy": "restartPolicy",
               "checkpoint_size": "checkpointSize", "backoff_limit": "backoffLimit",
-              "clean_pod_policy": "cleanPodPolicy", "image": "image", "name": "name"}
+              "clean_pod_policy": "cleanPodPolicy"}
+_PROP_WORDS = re.compile(r"\b(" + "|".join(k for k in _FILE_KEYS if "_" in k) + r")\b")
 
 
 def file_path(prop: str) -> str:
     """A TFJob construct prop (``roles.Worker.memory_limit``) as the job file's JSON path
     (``$.roles.Worker.memoryLimit``); a prop the file cannot set is kept as is."""
     parts = [_FILE_KEYS.get(part, part) for part in prop.replace("[", ".").replace("]", "").replace("'", "").split(".")]
+    if parts[-1] == "restartPolicy":  # one key for every role, at the top of the file
+        parts = ["restartPolicy"]
     return "$." + ".".join(p for p in parts if p)
 
 
-def _display(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(repository()))
-    except ValueError:
-        return str(path)
+def file_words(reason: str) -> str:
+    """A construct's reason in the job file's key names (``raise memory_limit`` -> ``raise memoryLimit``)."""
+    return _PROP_WORDS.sub(lambda m: _FILE_KEYS[m[1]], reason)
 
 
 def load_file(path: Path, config: Config) -> JobFile:
     """Parse and validate one job file."""
-    file = _display(path)
-    data = load_yaml_file(path)
+    file = display(path)
+    data = load_yaml_file(path, file)
     validate(data, SCHEMA, file)
     if data["name"] != path.stem:
         raise InputError(file, "$.name", f"{data['name']!r} must equal the file name {path.stem!r}, "
@@ -93,7 +95,7 @@ def load_file(path: Path, config: Config) -> JobFile:
 def load(jobs_dir: Path, config: Config) -> list[JobFile]:
     """Every ``*.yaml`` in ``jobs_dir``, sorted by name."""
     if not jobs_dir.is_dir():
-        raise InputError(_display(jobs_dir), "", "no such jobs folder")
+        raise InputError(display(jobs_dir), "", "no such jobs folder")
     for path in sorted(jobs_dir.glob("*.yml")):
-        raise InputError(_display(path), "", "job files end in .yaml; rename it, or it would be ignored")
+        raise InputError(display(path), "", "job files end in .yaml; rename it, or it would be ignored")
     return [load_file(path, config) for path in sorted(jobs_dir.glob("*.yaml"))]

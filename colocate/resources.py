@@ -40,6 +40,14 @@ def repository(start: Path | None = None) -> Path:
     return ROOT
 
 
+def display(path: Path) -> str:
+    """A user's file as messages name it: relative to the working repository when inside it."""
+    try:
+        return str(path.resolve().relative_to(repository()))
+    except ValueError:
+        return str(path)
+
+
 def cache_dir() -> Path:
     """Generated caches: ``.cache/`` in a checkout, else $XDG_CACHE_HOME/colocate (never
     inside site-packages)."""
