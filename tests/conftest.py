@@ -1,7 +1,14 @@
 """Shared fixtures: one synth per session."""
 from __future__ import annotations
 
+import signal
+
 import pytest
+
+# A test run started in the background (`make test &`, nohup, some CI wrappers) inherits SIGINT
+# ignored; Python then installs no KeyboardInterrupt handler, in this process or in the
+# colocate processes the tests start. The signal tests need what a terminal gives.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
