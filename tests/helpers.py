@@ -76,3 +76,13 @@ def wait_ready(url: str, proc: subprocess.Popen, log: Path, name: str, timeout: 
         if proc.poll() is not None or time.monotonic() > deadline:
             pytest.fail(f"{name} did not become ready: {log.read_text()[-2000:]}")
         time.sleep(0.1)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Terminate a server the test started; kill it if it does not exit within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -30,7 +30,7 @@ from colocate.constructs.mixin.routing import CHAT, NULL, PAGER, SECRETS_DIR, Re
 from colocate.errors import InputError, PropError
 from colocate.model import cluster as cluster_mod
 from colocate.model.names import CRITICAL, INFO, SEVERITIES, WARNING
-from tests.helpers import wait_ready
+from tests.helpers import stop, wait_ready
 
 DIST = ROOT / "dist"
 AMTOOL = ROOT / "bin" / "amtool"
@@ -275,12 +275,7 @@ def test_a_real_alertmanager_pages_the_critical_and_mutes_its_warning(tmp_path):
             time.sleep(0.2)
         time.sleep(2)  # a muted warning, had it been sent, would arrive with the next flush
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         log.close()
         hooks.shutdown()
     assert sorted(hooks.received) == [

@@ -27,7 +27,7 @@ from colocate.grafana import expand_variables, panel_queries
 from tests.fixtures.series import generate
 from tests.test_alerts import shipped_rule_files
 from tests.test_dashboards import shipped_dashboards
-from tests.helpers import colocate, wait_ready
+from tests.helpers import colocate, stop, wait_ready
 
 #: Query time: the last sample of the fixture, so every [1h] window is full.
 AT = generate.START + (generate.SAMPLES - 1) * generate.STEP
@@ -66,12 +66,7 @@ def prometheus(data: Path, workdir: Path) -> Iterator[str]:
         wait_ready(url, proc, workdir / log.name, "prometheus")
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         log.close()
 
 
