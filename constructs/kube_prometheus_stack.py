@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from colocate import quantity
 from colocate.model.validate import check_dns_label, check_labels, check_required_labels
-from colocate.model.names import CLUSTER_CRITICAL, JOB_NAME_LABEL, NAME_LABEL, NODE_CRITICAL, POOL_LABEL, REPLICA_TYPE_LABEL, kps_fullname
+from colocate.model.names import CLUSTER_CRITICAL, DASHBOARD_SIDECAR_LABEL, DASHBOARD_SIDECAR_LABEL_VALUE, JOB_NAME_LABEL, NAME_LABEL, NODE_CRITICAL, POOL_LABEL, REPLICA_TYPE_LABEL, kps_fullname
 from colocate.model.pools import Taint
 from colocate.errors import PropError
 
@@ -117,7 +117,7 @@ class KubePrometheusStackProps:
     grafana_user_key: str = "admin-user"
     grafana_password_key: str = "admin-password"
     #: ConfigMap label Grafana's dashboard sidecar watches (in every namespace).
-    dashboard_label: tuple[str, str] = ("grafana_dashboard", "1")
+    dashboard_label: tuple[str, str] = (DASHBOARD_SIDECAR_LABEL, DASHBOARD_SIDECAR_LABEL_VALUE)
     #: Pod labels kube-state-metrics exports as ``label_*`` on kube_pod_labels.
     pod_labels_allowlist: Sequence[str] = POD_LABELS
     #: Node labels it exports on kube_node_labels; the dashboards and the idle-GPU alert
