@@ -16,13 +16,14 @@ PY := $(ROOT)/.venv/bin/python
 # Extra arguments, e.g. `make test ARGS='-k policies -x'`.
 ARGS ?=
 
-.PHONY: help bootstrap synth test check cdk8s-synth bench
+.PHONY: help bootstrap synth test check simulate cdk8s-synth bench
 
 help:
 	@echo 'make bootstrap    install .venv, node_modules, bin/ (kubeconform, actionlint, amtool, alertmanager), promtool/prometheus'
 	@echo 'make synth        regenerate dist/ (colocate synth)'
 	@echo 'make test         run the test suite (pytest)'
 	@echo 'make check        policy + schema checks on dist/'
+	@echo 'make simulate     sync dist/ into the real Kubernetes components on loopback (ARGS=--scenario peak)'
 	@echo 'make cdk8s-synth  synth through the cdk8s CLI (cdk8s.yaml)'
 	@echo 'make bench        synth/check benchmarks (check vs its floor and checkov)'
 
@@ -32,13 +33,19 @@ bootstrap:
 synth: bootstrap
 	$(ROOT)/.venv/bin/colocate synth $(ARGS)
 
+# The simulation's components (Kubernetes, etcd, kwok, training-operator) are built before the
+# tests: minutes cold, a stamp check warm. `make synth` never waits for them.
 test: bootstrap
+	$(PY) -m colocate.simulate.toolchain
 	$(PY) -m pytest $(ARGS)
 
 check: bootstrap
 	$(ROOT)/.venv/bin/colocate check dist/ $(ARGS)
 
 # --no-check-upgrade: otherwise cdk8s-cli asks the npm registry for a newer version on each run.
+simulate: bootstrap
+	$(ROOT)/.venv/bin/colocate simulate $(ARGS)
+
 cdk8s-synth: bootstrap
 	npx --no cdk8s synth --no-check-upgrade $(ARGS)
 

@@ -21,7 +21,7 @@ class OnlineChart(ColocateChart):
             OnlineService(self, spec.name, OnlineServiceProps(
                 name=spec.name, namespace=cluster.online_namespace, image=spec.image,
                 pools=[pools[name] for name in cluster.online_placement], priority_class=cluster.tier("online").name,
-                cpu=spec.cpu, memory=spec.memory, gpus=spec.gpus, port=spec.port, replicas=spec.replicas,
+                cpu=spec.cpu, memory=spec.memory, gpus=spec.gpus, port=spec.port, replicas=spec.replicas, peak_replicas=spec.peak_replicas,
                 slo=spec.slo, monitor_labels=cluster.monitor_labels,
                 image_pull_secret=config.registry_pull_secret,
             ))

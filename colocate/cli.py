@@ -147,6 +147,20 @@ def _offline(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _simulate(args: argparse.Namespace) -> int:
+    import signal
+    from colocate.simulate import formats, run, scenario
+
+    dist = Path(args.path) if args.path else _default_dist()
+    chosen = scenario.load(args.scenario)
+    # SIGTERM (CI cancelling a job) stops the simulation's processes as Ctrl-C does.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    obs, logs = run.simulate(dist, chosen, Path(args.config) if args.config else None, keep_logs=args.keep_logs,
+                             log=lambda line: print(line, file=sys.stderr, flush=True))
+    sys.stdout.write(formats.FORMATS[args.format](obs, logs))
+    return EXIT_OK if obs.ok else EXIT_FINDINGS
+
+
 def _rules(args: argparse.Namespace) -> int:
     import json
     from colocate import checker
@@ -234,6 +248,22 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: kubectl on PATH)")
     f.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
     f.set_defaults(func=_offline)
+    m = command("simulate", help="sync dist/ into the real Kubernetes components on loopback and report placement",
+                description="Start etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the "
+                            "training-operator and kwok (the kubelets of nodes shaped like dist/nodes/) on "
+                            "127.0.0.1, apply dist/, play a scenario and report what the cluster did: objects "
+                            "rejected, pods not created, pods Pending with the scheduler's reason, placement "
+                            "per node, preemptions, TFJob states. The first run builds the components (minutes).",
+                epilog="exit codes:\n  0    every pod placed (a scenario may let offline pods wait)\n"
+                       "  1    something rejected, not created, Pending, or a TFJob failed\n"
+                       "  2    unusable input, or a component could not be built or started\n"
+                       "  130  interrupted (every process the simulation started is stopped)",
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    m.add_argument("path", nargs="?", help="dist/ folder (default: dist/ here, else the repository's)")
+    m.add_argument("--scenario", default="night", help="night (default), peak, delete-drill, or a scenario file")
+    m.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    m.add_argument("--keep-logs", action="store_true", help="keep the components' logs (kept anyway on failure)")
+    m.set_defaults(func=_simulate)
     r = command("rules", help="list every policy rule")
     r.add_argument("--format", choices=("text", "json"), default="text")
     r.set_defaults(func=_rules)

@@ -52,6 +52,16 @@ class Monitoring:
 
 
 @dataclass(frozen=True)
+class Simulation:
+    """Release tags of the real components ``colocate simulate`` builds and runs."""
+
+    kubernetes: str
+    etcd: str
+    kwok: str
+    argocd: str
+
+
+@dataclass(frozen=True)
 class Config:
     release: str
     kubernetes_version: str
@@ -74,6 +84,8 @@ class Config:
     registry_pull_secret: str | None = None
     #: Harbor proxy-cache project per upstream registry (``quay.io`` -> ``quay``).
     registry_proxy_projects: Mapping[str, str] = field(default_factory=dict)
+    #: None: colocate.yaml has no ``simulation`` section, so ``colocate simulate`` cannot run.
+    simulation: Simulation | None = None
 
     def proxy_project(self, registry: str, image: str) -> str:
         """The Harbor proxy-cache project that serves ``registry``; bad input when there is none."""
@@ -250,6 +262,7 @@ def load(path: Path | None = None) -> Config:
         training_operator_version=data["trainingOperator"]["version"],
         device_plugin_chart_repo_url=(data["gpu"]["devicePluginChartRepoURL"]
                                       if (data.get("gpu") or {}).get("devicePlugin") else None),
+        simulation=Simulation(**data["simulation"]) if "simulation" in data else None,
         monitoring=Monitoring(
             prometheus_chart_repo_url=data["monitoring"]["prometheusChartRepoURL"],
             dcgm_chart_repo_url=data["monitoring"]["dcgmChartRepoURL"],

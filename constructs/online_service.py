@@ -16,7 +16,7 @@ from colocate import quantity
 from colocate.errors import PropError
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label, check_image, check_pull_secret, check_required_labels, pull_secrets
-from colocate.model.names import NAME_LABEL
+from colocate.model.names import NAME_LABEL, PEAK_REPLICAS_ANNOTATION
 from colocate.model.scheduling import ordered_pool_affinity
 from colocate.model.slo import LatencySlo
 from colocate.constructs.service_monitor import ServiceMonitor, ServiceMonitorProps
@@ -48,6 +48,9 @@ class OnlineServiceProps:
     port: int
     #: Replicas. Default 2, so one can be drained at a time.
     replicas: int = 2
+    #: Replicas at the day's peak, written to the Deployment's ``colocate.io/peak-replicas``
+    #: annotation for ``colocate simulate --scenario peak``. Default: ``replicas``.
+    peak_replicas: int | None = None
     #: GPUs per pod (``nvidia.com/gpu``). Default 0.
     gpus: int = 0
     #: Pods the PodDisruptionBudget lets a drain take down at once. Default 1.
@@ -90,7 +93,8 @@ class OnlineService(Construct):
             container["env"] = [{"name": k, "value": v} for k, v in sorted(p.env.items())]
         emit(self, "deployment", {
             "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": p.name, "namespace": p.namespace, "labels": dict(selector)},
+            "metadata": {"name": p.name, "namespace": p.namespace, "labels": dict(selector),
+                         "annotations": {PEAK_REPLICAS_ANNOTATION: str(p.peak_replicas or p.replicas)}},
             "spec": {
                 "replicas": p.replicas,
                 "selector": {"matchLabels": selector},
@@ -138,6 +142,8 @@ class OnlineService(Construct):
         check_pull_secret(where, "image_pull_secret", p.image_pull_secret)
         if not isinstance(p.replicas, int) or p.replicas < 1:
             raise PropError(where, "replicas", f"{p.replicas!r} must be >= 1")
+        if p.peak_replicas is not None and (not isinstance(p.peak_replicas, int) or p.peak_replicas < p.replicas):
+            raise PropError(where, "peak_replicas", f"{p.peak_replicas!r} must be a whole number >= replicas ({p.replicas})")
         if not isinstance(p.max_unavailable, int) or not 1 <= p.max_unavailable <= p.replicas:
             raise PropError(where, "max_unavailable", f"{p.max_unavailable!r} must be from 1 to replicas "
                             f"({p.replicas}); 0 would block every node drain")

@@ -68,6 +68,9 @@ TFJOB_CONTROLLER = "tfjob-controller"
 TFJOB_GROUP, TFJOB_VERSION, TFJOB_KIND, TFJOB_PLURAL = "kubeflow.org", "v1", "TFJob", "tfjobs"
 #: ``colocate check`` suppression on an object: ``"COL004: reason; COL108: reason"``.
 IGNORE_ANNOTATION = "colocate.io/ignore"
+#: Replicas an online Deployment grows to at the day's peak; ``colocate simulate --scenario peak``
+#: scales it there to prove the scheduler still places every online pod.
+PEAK_REPLICAS_ANNOTATION = "colocate.io/peak-replicas"
 #: Marks a TFJob that ``colocate offline pause`` suspended, so resume starts only those.
 PAUSED_BY_ANNOTATION = "colocate.io/paused-by"
 #: A memory limit far above the request is memory the node does not have when every pod bursts:

@@ -53,14 +53,19 @@ def tolerated(tolerations: Iterable[Mapping[str, Any]], taint: Taint) -> bool:
     return False
 
 
+def resource_list(r: Resources) -> dict[str, str]:
+    """A Kubernetes ResourceList (``{"cpu": "31500m", "memory": ..., "nvidia.com/gpu": "2"}``)."""
+    out = {"cpu": quantity.format_cpu(r.cpu_milli), "memory": quantity.format_bytes(r.memory_bytes)}
+    if r.gpus:
+        out[GPU] = str(r.gpus)
+    return out
+
+
 def describe(pool: NodePoolProps) -> dict[str, Any]:
     """The ``NodePool`` document synth writes for a pool."""
-    a = pool.allocatable
-    allocatable = {"cpu": quantity.format_cpu(a.cpu_milli), "memory": quantity.format_bytes(a.memory_bytes)}
-    if a.gpus:
-        allocatable[GPU] = str(a.gpus)
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": pool.name},
-            "spec": {"nodes": pool.nodes, "allocatable": allocatable, "labels": dict(sorted(pool.node_labels.items())),
+            "spec": {"nodes": pool.nodes, "capacity": resource_list(pool.capacity),
+                     "allocatable": resource_list(pool.allocatable), "labels": dict(sorted(pool.node_labels.items())),
                      "taints": [t.to_kube() for t in pool.taints],
                      "cpuManagerPolicy": pool.kubelet.cpu_manager_policy}}
 

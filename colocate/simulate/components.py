@@ -1,0 +1,93 @@
+"""The components that act on the simulated cluster besides the control plane: kwok (the
+kubelets), the training-operator (TFJob -> pods), the CRDs of the charts that cannot render
+offline, a StorageClass and a provisioner that binds claims."""
+from __future__ import annotations
+
+import urllib.error
+
+import yaml
+
+from colocate import ROOT
+from colocate.resources import data_path
+from colocate.errors import ColocateError
+from colocate.simulate.control_plane import ControlPlane, SimulationError, free_port, refusal
+from colocate.simulate.nodes import KWOK_ANNOTATION
+
+CRDS = ROOT / "policies" / "crds"
+#: CRDs installed by Applications that cannot render offline: the training-operator's upstream
+#: kustomize overlay (TFJob) and kube-prometheus-stack (ServiceMonitor, PrometheusRule, ...).
+OFFLINE_CRD_FILES = ("kubeflow.org_tfjobs.yaml", "monitoring.coreos.com")
+#: The pod lifecycle kwok plays (its own file; also keeps a user's ~/.kwok/kwok.yaml out).
+KWOK_STAGES = data_path("colocate", "simulate", "kwok", "stages.yaml")
+#: The provisioner name of the simulated StorageClass: it stands for the NFS provisioner.
+SIM_PROVISIONER = "colocate.io/simulated"
+
+
+def start_kwok(cp: ControlPlane) -> None:
+    key, value = KWOK_ANNOTATION
+    cp.run("kwok", [str(cp.binaries["kwok"]), f"--kubeconfig={cp.kubeconfig}", f"--config={KWOK_STAGES}",
+                    "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={key}={value}",
+                    "--node-lease-duration-seconds=40", "--cidr=10.244.0.1/16", "--node-ip=10.0.0.1",
+                    f"--server-address=127.0.0.1:{free_port()}"])
+
+
+def start_training_operator(cp: ControlPlane) -> None:
+    # v1.7.0 runs every framework's controller by default; the cluster only has the TFJob CRD.
+    cp.run("training-operator", [str(cp.binaries["training-operator.v1"]), "--enable-scheme=tfjob",
+                                 f"--metrics-bind-address=127.0.0.1:{free_port()}",
+                                 f"--health-probe-bind-address=127.0.0.1:{free_port()}",
+                                 f"--monitoring-port={free_port()}"],
+           env={"KUBECONFIG": str(cp.kubeconfig)})
+
+
+def crd_documents() -> list[dict]:
+    docs: list[dict] = []
+    for entry in OFFLINE_CRD_FILES:
+        path = CRDS / entry
+        for file in sorted(path.rglob("*.yaml")) if path.is_dir() else [path]:
+            docs += [d for d in yaml.safe_load_all(file.read_text()) if d and d.get("kind") == "CustomResourceDefinition"]
+    return docs
+
+
+def install_crds(cp: ControlPlane, docs: list[dict]) -> None:
+    for doc in docs:
+        try:
+            cp.apply(doc)
+        except urllib.error.HTTPError as exc:
+            raise SimulationError(f"CRD {doc['metadata']['name']}: {refusal(exc)}") from None
+    names = [d["metadata"]["name"] for d in docs]
+    cp.kubectl("wait", "--for=condition=Established", "--timeout=30s", *[f"crd/{n}" for n in names])
+    cp.forget_kinds()
+
+
+def install_storage_class(cp: ControlPlane, name: str) -> None:
+    cp.apply({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+              "provisioner": SIM_PROVISIONER, "volumeBindingMode": "Immediate", "reclaimPolicy": "Delete"})
+
+
+def provision(cp: ControlPlane) -> int:
+    """Create a PersistentVolume for each Pending claim of a simulated class (what the NFS
+    provisioner does); the controller-manager's binder binds them. Returns how many it made."""
+    classes = {sc["metadata"]["name"] for sc in cp.items("/apis/storage.k8s.io/v1/storageclasses")
+               if sc.get("provisioner") == SIM_PROVISIONER}
+    made = 0
+    for claim in cp.items("/api/v1/persistentvolumeclaims"):
+        spec, meta = claim["spec"], claim["metadata"]
+        if claim.get("status", {}).get("phase") != "Pending" or spec.get("storageClassName") not in classes \
+                or spec.get("volumeName"):
+            continue
+        name = f"pv-{meta['uid']}"
+        try:
+            cp.request("POST", "/api/v1/persistentvolumes", {
+                "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+                "spec": {"capacity": {"storage": spec["resources"]["requests"]["storage"]},
+                         "accessModes": spec["accessModes"], "storageClassName": spec["storageClassName"],
+                         "persistentVolumeReclaimPolicy": "Delete",
+                         "claimRef": {"namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]},
+                         "hostPath": {"path": f"/simulated/{meta['namespace']}/{meta['name']}"}}})
+            made += 1
+        except urllib.error.HTTPError as exc:
+            if exc.code != 409:  # made on an earlier pass
+                raise ColocateError(f"simulated provisioner: {refusal(exc)}") from None
+    return made
+

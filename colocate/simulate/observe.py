@@ -1,0 +1,223 @@
+"""What the simulated cluster did, read back from the API server into one result model that the
+text, JSON and Markdown renderers share."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from colocate import quantity
+from colocate.model.names import GPU
+from colocate.simulate.control_plane import ControlPlane
+
+#: Pods a node counts: scheduled and not finished.
+_DONE = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """An object the API server refused, with its message."""
+
+    source: str
+    object: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A controller's or the scheduler's warning about a workload or pod."""
+
+    object: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PodState:
+    namespace: str
+    name: str
+    tier: str
+    owner: str
+    node: str | None
+    phase: str
+    #: The scheduler's reason while the pod is not placed.
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class NodeUse:
+    node: str
+    pool: str
+    allocatable: Mapping[str, int]
+    #: Requests of the pods on the node, by tier: {"online": {"cpu": milli, "memory": bytes, GPU: n}}.
+    requested: Mapping[str, Mapping[str, int]]
+    pods: int
+
+
+@dataclass(frozen=True)
+class Preemption:
+    victim: str
+    node: str
+    preemptor: str
+
+
+@dataclass
+class Observation:
+    scenario: str
+    rejected: list[Rejected] = field(default_factory=list)
+    failed_creates: list[Problem] = field(default_factory=list)
+    pods: list[PodState] = field(default_factory=list)
+    nodes: list[NodeUse] = field(default_factory=list)
+    preemptions: list[Preemption] = field(default_factory=list)
+    #: TFJob namespace/name -> its newest condition and that condition's message.
+    tfjobs: dict[str, str] = field(default_factory=dict)
+    tfjob_messages: dict[str, str] = field(default_factory=dict)
+    #: Applications Argo CD could not render offline and what stands in for them.
+    stand_ins: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    #: Tiers whose Pending pods the scenario allows (preempted training waits by design).
+    may_wait: tuple[str, ...] = ()
+    settled: bool = True
+    seconds: float = 0.0
+
+    @property
+    def pending(self) -> list[PodState]:
+        return [p for p in self.pods if p.node is None and p.phase == "Pending"]
+
+    @property
+    def failing_pending(self) -> list[PodState]:
+        return [p for p in self.pending if p.tier not in self.may_wait]
+
+    def preempted_jobs(self) -> set[str]:
+        """TFJobs that lost a pod to preemption (pod names are ``<job>-<replica>-<index>``)."""
+        victims = [p.victim for p in self.preemptions]
+        return {job for job in self.tfjobs if any(v.startswith(f"{job}-") for v in victims)}
+
+    @property
+    def failed_by_preemption(self) -> list[str]:
+        """Failed TFJobs the scenario lets be preempted: reported, not a failure of the run."""
+        if "offline" not in self.may_wait:
+            return []
+        return sorted(j for j in self.preempted_jobs() if self.tfjobs[j] == "Failed")
+
+    @property
+    def failed_jobs(self) -> list[str]:
+        return sorted(j for j, state in self.tfjobs.items() if state == "Failed" and j not in self.failed_by_preemption)
+
+    @property
+    def ok(self) -> bool:
+        return self.settled and not (self.rejected or self.failed_creates or self.failing_pending or self.failed_jobs)
+
+
+def resources_of(pod: Mapping[str, Any]) -> dict[str, int]:
+    """The pod's effective requests as the scheduler counts them: the sum over containers, or the
+    largest init container if that is more (pkg/api/v1/resource PodRequests)."""
+    spec = pod["spec"]
+    total = _sum(c for c in spec.get("containers") or [])
+    for init in spec.get("initContainers") or []:
+        one = _sum([init])
+        total = {k: max(total.get(k, 0), one.get(k, 0)) for k in {*total, *one}}
+    return total
+
+
+def _sum(containers) -> dict[str, int]:
+    out = {"cpu": 0, "memory": 0, GPU: 0}
+    for c in containers:
+        requests = (c.get("resources") or {}).get("requests") or {}
+        out["cpu"] += quantity.millicores(requests.get("cpu", 0))
+        out["memory"] += quantity.to_bytes(requests.get("memory", 0))
+        out[GPU] += int(quantity.parse(requests.get(GPU, 0)))
+    return out
+
+
+def tier_of(pod: Mapping[str, Any], tiers: Mapping[str, str]) -> str:
+    """The colocate tier of a pod by its PriorityClass (``online-high`` -> online), else the class."""
+    name = pod["spec"].get("priorityClassName") or "none"
+    return tiers.get(name, name)
+
+
+def owner_of(pod: Mapping[str, Any]) -> str:
+    labels = pod["metadata"].get("labels") or {}
+    if "training.kubeflow.org/job-name" in labels:
+        return f"TFJob/{labels['training.kubeflow.org/job-name']}"
+    refs = pod["metadata"].get("ownerReferences") or []
+    return f"{refs[0]['kind']}/{refs[0]['name']}" if refs else "-"
+
+
+def observe(cp: ControlPlane, obs: Observation, tiers: Mapping[str, str], pools: Mapping[str, str],
+            since_events: str = "") -> Observation:
+    """Fill ``obs`` from the cluster; ``pools`` maps node name -> pool; events older than the
+    resourceVersion ``since_events`` are ignored for preemptions."""
+    pods = cp.items("/api/v1/pods")
+    nodes = cp.items("/api/v1/nodes")
+    events = cp.items("/api/v1/events")
+    obs.pods = sorted((_pod_state(p, tiers) for p in pods), key=lambda s: (s.namespace, s.name))
+    use: dict[str, dict[str, dict[str, int]]] = {}
+    counts: dict[str, int] = {}
+    for pod in pods:
+        node = pod["spec"].get("nodeName")
+        if not node or pod.get("status", {}).get("phase") in _DONE:
+            continue
+        counts[node] = counts.get(node, 0) + 1
+        tier = use.setdefault(node, {}).setdefault(tier_of(pod, tiers), {"cpu": 0, "memory": 0, GPU: 0})
+        for key, value in resources_of(pod).items():
+            tier[key] += value
+    obs.nodes = [NodeUse(node=n["metadata"]["name"], pool=pools.get(n["metadata"]["name"], "-"),
+                         allocatable=_allocatable(n), requested=use.get(n["metadata"]["name"], {}),
+                         pods=counts.get(n["metadata"]["name"], 0))
+                 for n in sorted(nodes, key=lambda n: n["metadata"]["name"])]
+    obs.failed_creates = sorted({Problem(_involved(e), e["reason"], e["message"]) for e in events
+                                 if e.get("type") == "Warning" and e["reason"].startswith("FailedCreate")},
+                                key=lambda p: (p.object, p.message))
+    obs.preemptions = sorted({_preemption(e) for e in events if e.get("reason") == "Preempted"
+                              and _newer(e, since_events)}, key=lambda p: (p.victim, p.node))
+    for job in cp.items("/apis/kubeflow.org/v1/tfjobs"):
+        name = f"{job['metadata']['namespace']}/{job['metadata']['name']}"
+        obs.tfjobs[name] = tfjob_state(job)
+        obs.tfjob_messages[name] = _tfjob_message(job)
+    return obs
+
+
+def _pod_state(pod: Mapping[str, Any], tiers: Mapping[str, str]) -> PodState:
+    status = pod.get("status") or {}
+    reason = ""
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") != "True":
+            reason = condition.get("message") or condition.get("reason") or ""
+    meta = pod["metadata"]
+    return PodState(namespace=meta["namespace"], name=meta["name"], tier=tier_of(pod, tiers), owner=owner_of(pod),
+                    node=pod["spec"].get("nodeName"), phase=status.get("phase", "Pending"), reason=reason)
+
+
+def _allocatable(node: Mapping[str, Any]) -> dict[str, int]:
+    a = node.get("status", {}).get("allocatable") or {}
+    return {"cpu": quantity.millicores(a.get("cpu", 0)), "memory": quantity.to_bytes(a.get("memory", 0)),
+            GPU: int(quantity.parse(a.get(GPU, 0)))}
+
+
+def _involved(event: Mapping[str, Any]) -> str:
+    o = event.get("involvedObject") or {}
+    return "/".join(x for x in (o.get("kind"), o.get("namespace"), o.get("name")) if x)
+
+
+def _preemption(event: Mapping[str, Any]) -> Preemption:
+    # kube-scheduler v1.28.15 pkg/scheduler/framework/preemption/preemption.go prepareCandidate:
+    # Eventf(victim, preemptor, Normal, "Preempted", "Preempting", "Preempted by a pod on node %v").
+    victim, preemptor = event["involvedObject"], event.get("related") or {}
+    return Preemption(victim=f"{victim.get('namespace')}/{victim.get('name')}",
+                      node=event.get("message", "").rsplit(" ", 1)[-1],
+                      preemptor=f"{preemptor.get('namespace')}/{preemptor.get('name')}")
+
+
+def _newer(event: Mapping[str, Any], since: str) -> bool:
+    return not since or int(event["metadata"]["resourceVersion"]) > int(since)
+
+
+def _tfjob_message(job: Mapping[str, Any]) -> str:
+    conditions = [c for c in (job.get("status") or {}).get("conditions") or [] if c.get("status") == "True"]
+    return conditions[-1].get("message", "") if conditions else ""
+
+
+def tfjob_state(job: Mapping[str, Any]) -> str:
+    """The newest True condition (Created, Running, Restarting, Succeeded, Failed)."""
+    conditions = [c for c in (job.get("status") or {}).get("conditions") or [] if c.get("status") == "True"]
+    return conditions[-1]["type"] if conditions else "Pending"

@@ -1,0 +1,160 @@
+"""One simulation: the control plane, kwok nodes shaped like the pools, the training-operator,
+dist/ applied, the scenario played, and what the cluster did read back."""
+from __future__ import annotations
+
+import time
+import urllib.error
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from colocate import config as config_mod
+from colocate.errors import InputError
+from colocate.model.names import PEAK_REPLICAS_ANNOTATION, TIER_LABEL
+from colocate.resources import display
+from colocate.simulate import components, nodes, observe, stand_ins, toolchain
+from colocate.simulate.control_plane import ControlPlane, SimulationError, refusal
+from colocate.simulate.scenario import Scenario
+
+#: The cluster has settled when nothing it reports changed for this long (the scheduler retries an
+#: unschedulable pod after at most 10 s, kube-scheduler's default podMaxBackoffSeconds, but any
+#: cluster event moves it sooner).
+QUIET_SECONDS = 4.0
+SETTLE_TIMEOUT = 120.0
+
+
+def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, keep_logs: bool = False,
+             log: Callable[[str], None] = print) -> tuple[observe.Observation, Path | None]:
+    """Run ``scenario`` on ``dist``; the observation and, when logs are kept, their folder."""
+    cfg = config_mod.load(config_path) if config_path else config_mod.load()
+    pools = nodes.read_pools(dist)
+    counts = _node_counts(pools, scenario)
+    docs = _dist_documents(dist)
+    binaries = toolchain.ensure(cfg, log=log)
+    started = time.monotonic()
+    obs = observe.Observation(scenario=scenario.name,
+                              may_wait=("offline",) if scenario.offline_may_wait else ())
+    cp = ControlPlane(binaries, keep_logs=keep_logs)
+    with cp:
+        log(f"simulate: control plane up at {cp.server} ({time.monotonic() - started:.1f} s)")
+        components.start_kwok(cp)
+        node_pool = {}
+        for pool in pools:
+            for node in nodes.node_objects(pool, counts[pool.name]):
+                cp.request("POST", "/api/v1/nodes", node)
+                node_pool[node["metadata"]["name"]] = pool.name
+        components.install_crds(cp, components.crd_documents())
+        components.install_storage_class(cp, cfg.shared_storage_class)
+        components.start_training_operator(cp)
+        _apply(cp, docs, obs)
+        obs.stand_ins = stand_ins.deploy(cp, docs, obs)
+        obs.settled = _settle(cp)
+        log(f"simulate: {len(docs)} objects applied, cluster settled ({time.monotonic() - started:.1f} s)")
+        since = ""
+        if scenario.scale_to_peak or scenario.scale:
+            since = cp.request("GET", "/api/v1/events?limit=1")["metadata"]["resourceVersion"]
+            _scale(cp, docs, scenario)
+            obs.settled = _settle(cp) and obs.settled
+            log(f"simulate: scenario {scenario.name} played ({time.monotonic() - started:.1f} s)")
+        observe.observe(cp, obs, _tiers(docs), node_pool, since_events=since)
+        if not obs.ok:
+            cp.failed = True
+    obs.seconds = time.monotonic() - started
+    return obs, (cp.workdir if cp.failed or keep_logs else None)
+
+
+def _node_counts(pools: list[nodes.SimPool], scenario: Scenario) -> dict[str, int]:
+    names = {p.name for p in pools}
+    for name in scenario.nodes:
+        if name not in names:
+            raise InputError(f"scenario {scenario.name}", f"nodes.{name}", f"no such pool; pools: {', '.join(sorted(names))}")
+    counts = {p.name: p.nodes + scenario.nodes.get(p.name, 0) for p in pools}
+    for name, count in counts.items():
+        if count < 0:
+            raise InputError(f"scenario {scenario.name}", f"nodes.{name}", "removes more nodes than the pool has")
+    return counts
+
+
+def _dist_documents(dist: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(file, object) for every API object under dist/apps/ (the nodes' files are not API objects)."""
+    if not (dist / "apps").is_dir():
+        raise InputError(display(dist), "apps/", "no such folder: name a dist/ folder that `colocate synth` wrote")
+    out = []
+    for file in sorted((dist / "apps").rglob("*.yaml")):
+        for doc in yaml.safe_load_all(file.read_text()):
+            if isinstance(doc, dict) and doc.get("kind"):
+                out.append((display(file), doc))
+    return out
+
+
+def _tiers(docs) -> dict[str, str]:
+    return {d["metadata"]["name"]: d["metadata"].get("labels", {})[TIER_LABEL] for _, d in docs
+            if d["kind"] == "PriorityClass" and TIER_LABEL in d["metadata"].get("labels", {})}
+
+
+def _apply(cp: ControlPlane, docs, obs: observe.Observation) -> None:
+    """Server-side apply, namespaces and cluster-wide objects first (what sync waves order)."""
+    first = [(f, d) for f, d in docs if d["kind"] in ("Namespace", "PriorityClass", "CustomResourceDefinition")]
+    for file, doc in first + [x for x in docs if x not in first]:
+        if doc["kind"] == "Application":
+            continue
+        try:
+            cp.apply(doc)
+        except urllib.error.HTTPError as exc:
+            obs.rejected.append(observe.Rejected(file, _name(doc), refusal(exc)))
+        except SimulationError as exc:
+            obs.rejected.append(observe.Rejected(file, _name(doc), str(exc)))
+
+
+def _name(doc) -> str:
+    meta = doc.get("metadata") or {}
+    return "/".join(x for x in (doc["kind"], meta.get("namespace"), meta.get("name")) if x)
+
+
+def _scale(cp: ControlPlane, docs, scenario: Scenario) -> None:
+    wanted = dict(scenario.scale)
+    if scenario.scale_to_peak:
+        for _, d in docs:
+            peak = (d["metadata"].get("annotations") or {}).get(PEAK_REPLICAS_ANNOTATION)
+            if peak and d["kind"] in ("Deployment", "StatefulSet"):
+                wanted.setdefault(f"{d['kind']}/{d['metadata']['namespace']}/{d['metadata']['name']}", int(peak))
+    for workload, replicas in wanted.items():
+        kind, namespace, name = workload.split("/")
+        path = cp.path("apps/v1", kind, namespace, name)
+        try:
+            cp.request("PATCH", f"{path}/scale", {"spec": {"replicas": replicas}},
+                       content_type="application/merge-patch+json")
+        except urllib.error.HTTPError as exc:
+            raise InputError(f"scenario {scenario.name}", f"scale.{workload}", refusal(exc)) from None
+
+
+def _settle(cp: ControlPlane) -> bool:
+    """Bind claims and wait until pods, claims and TFJobs stop changing; False on timeout."""
+    deadline = time.monotonic() + SETTLE_TIMEOUT
+    last, quiet_since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        cp.check_alive()
+        components.provision(cp)
+        now = _fingerprint(cp)
+        if now != last:
+            last, quiet_since = now, time.monotonic()
+        elif time.monotonic() - quiet_since >= QUIET_SECONDS:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def _fingerprint(cp: ControlPlane) -> tuple:
+    pods = tuple(sorted((p["metadata"]["namespace"], p["metadata"]["name"], p["spec"].get("nodeName") or "",
+                         p.get("status", {}).get("phase", ""), bool(p["metadata"].get("deletionTimestamp")))
+                        for p in cp.items("/api/v1/pods")))
+    claims = tuple(sorted((c["metadata"]["name"], c.get("status", {}).get("phase", ""))
+                          for c in cp.items("/api/v1/persistentvolumeclaims")))
+    jobs = tuple(sorted((j["metadata"]["name"], observe.tfjob_state(j)) for j in cp.items("/apis/kubeflow.org/v1/tfjobs")))
+    # A controller that has not yet seen its object's newest spec is not quiet, however long.
+    behind = [w["metadata"]["name"] for kind in ("deployments", "statefulsets", "daemonsets", "replicasets")
+              for w in cp.items(f"/apis/apps/v1/{kind}")
+              if w.get("status", {}).get("observedGeneration", 0) < w["metadata"].get("generation", 0)]
+    behind += [name for name, state in jobs if state == "Pending"]
+    return pods, claims, jobs, time.monotonic() if behind else ()

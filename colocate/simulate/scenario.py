@@ -1,0 +1,51 @@
+"""Scenarios: what the simulation does to the cluster after the first sync, from a shipped name
+(colocate/simulate/scenarios/<name>.yaml) or a file."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from colocate import config
+from colocate.errors import InputError
+from colocate.resources import data_path, display
+
+SHIPPED = data_path("colocate", "simulate", "scenarios")
+_SCHEMA = json.loads((SHIPPED / "scenario.schema.json").read_text())
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    #: Scale every workload that declares peak replicas (colocate.io/peak-replicas) to them.
+    scale_to_peak: bool = False
+    #: Replicas by workload, ``Deployment/online/recsys-inference: 6``.
+    scale: Mapping[str, int] = field(default_factory=dict)
+    #: Nodes added (positive) or removed (negative) per pool.
+    nodes: Mapping[str, int] = field(default_factory=dict)
+    #: Offline-tier pods may stay Pending (preempted training waits for capacity by design).
+    offline_may_wait: bool = False
+    #: Delete each child Application in turn and list what Argo CD deletes, then restore.
+    delete_drill: bool = False
+
+
+def shipped() -> list[str]:
+    return sorted(p.stem for p in SHIPPED.glob("*.yaml"))
+
+
+def load(name_or_file: str) -> Scenario:
+    path = Path(name_or_file)
+    if not (path.suffix in (".yaml", ".yml") or path.exists()):
+        if name_or_file not in shipped():
+            raise InputError("--scenario", name_or_file, f"no such scenario; shipped: {', '.join(shipped())}, "
+                             "or name a scenario file (.yaml)")
+        path = SHIPPED / f"{name_or_file}.yaml"
+    file = display(path)
+    data = config.load_yaml_file(path, file)
+    config.validate(data, _SCHEMA, file)
+    return Scenario(name=data.get("name", path.stem), description=data.get("description", ""),
+                    scale_to_peak=data.get("scaleToPeak", False), scale=dict(data.get("scale") or {}),
+                    nodes=dict(data.get("nodes") or {}), offline_may_wait=data.get("offlineMayWait", False),
+                    delete_drill=data.get("deleteDrill", False))

@@ -1,0 +1,142 @@
+"""Builds the real components ``colocate simulate`` runs into bin/, from the Go module proxy at the
+versions colocate.yaml pins. Cold it takes minutes (a progress line per build); a stamp per build
+holds the version and a hash of its Go module, so a second run does nothing.
+
+``python -m colocate.simulate.toolchain`` is what ``make test`` runs before the tests."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from colocate import ROOT, config
+from colocate.errors import InputError
+
+BIN = ROOT / "bin"
+TOOLS = ROOT / "tools" / "sim"
+
+
+@dataclass(frozen=True)
+class Build:
+    """One ``go install`` and the binaries it leaves in bin/."""
+
+    name: str
+    binaries: tuple[str, ...]
+    #: Module whose version colocate.yaml pins, and that version.
+    module: str
+    version: str
+    #: A module in tools/sim/ (built there) or None for ``go install <package>@<version>``.
+    folder: str | None
+    packages: tuple[str, ...]
+    ldflags: str = ""
+    #: How long a cold build took on the 2-core CI machine, for the progress line.
+    cold: str = ""
+
+    def stamp(self) -> str:
+        digest = hashlib.sha256(f"{self.module} {self.version} {self.ldflags}\n".encode())
+        if self.folder:
+            for path in sorted((TOOLS / self.folder).rglob("*")):
+                if path.is_file():
+                    digest.update(path.relative_to(TOOLS).as_posix().encode() + b"\0" + path.read_bytes())
+        return digest.hexdigest()
+
+
+def builds(cfg: config.Config) -> list[Build]:
+    sim = cfg.simulation
+    if sim is None:
+        raise InputError("colocate.yaml", "$.simulation", "missing: `colocate simulate` needs the versions of the "
+                         "components it builds (kubernetes, etcd, kwok, argocd); see docs/simulate.md")
+    k8s_version = sim.kubernetes.removeprefix("v")
+    major, minor, _ = k8s_version.split(".")
+    # kubectl version and the API server's /version read these; without them they say v0.0.0.
+    version_flags = " ".join([
+        f"-X k8s.io/component-base/version.gitVersion={sim.kubernetes}",
+        f"-X k8s.io/component-base/version.gitMajor={major}",
+        f"-X k8s.io/component-base/version.gitMinor={minor}",
+        f"-X k8s.io/client-go/pkg/version.gitVersion={sim.kubernetes}",
+    ])
+    return [
+        Build("kubernetes", ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"),
+              "k8s.io/kubernetes", sim.kubernetes, "kubernetes", ("./cmd/...",), f"-s -w {version_flags}",
+              cold="about 8 min"),
+        Build("etcd", ("etcd",), "go.etcd.io/etcd/server/v3", sim.etcd, "etcd", (".",), "-s -w",
+              cold="about 30 s"),
+        Build("training-operator", ("training-operator.v1",), "github.com/kubeflow/training-operator",
+              cfg.training_operator_version, None,
+              ("github.com/kubeflow/training-operator/cmd/training-operator.v1",), "-s -w", cold="about 80 s"),
+        Build("kwok", ("kwok",), "sigs.k8s.io/kwok", sim.kwok, None, ("sigs.k8s.io/kwok/cmd/kwok",), "-s -w",
+              cold="about 70 s"),
+    ]
+
+
+def _required_version(build: Build) -> str | None:
+    text = (TOOLS / build.folder / "go.mod").read_text()
+    found = re.search(rf"^\s*(?:require\s+)?{re.escape(build.module)}\s+(v\S+)", text, re.M)
+    return found[1] if found else None
+
+
+def _stamp_file(build: Build) -> Path:
+    return BIN / f".sim-{build.name}.stamp"
+
+
+def up_to_date(build: Build) -> bool:
+    stamp = _stamp_file(build)
+    return (stamp.is_file() and stamp.read_text().strip() == build.stamp()
+            and all((BIN / b).is_file() for b in build.binaries))
+
+
+def ensure(cfg: config.Config | None = None, log=print) -> dict[str, Path]:
+    """Build what is missing or stale; return every binary's path by name."""
+    cfg = cfg or config.load()
+    out: dict[str, Path] = {}
+    for build in builds(cfg):
+        if build.folder:
+            required = _required_version(build)
+            if required != build.version:
+                raise InputError(f"tools/sim/{build.folder}/go.mod", build.module,
+                                 f"requires {required}, but colocate.yaml pins {build.version}: change both together "
+                                 f"(go get {build.module}@{build.version} && go mod tidy in tools/sim/{build.folder})")
+        if up_to_date(build):
+            log(f"simulate tools: {', '.join(build.binaries)} {build.version} up to date")
+        else:
+            _go_install(build, log)
+        out.update({b: BIN / b for b in build.binaries})
+    return out
+
+
+def _go_install(build: Build, log) -> None:
+    go = shutil.which("go")
+    if go is None:
+        raise InputError("go", "", "not found: the simulation builds Kubernetes, etcd, kwok and the "
+                         "training-operator from source; install Go >= 1.25 (https://go.dev/dl)")
+    targets = build.packages if build.folder else tuple(f"{p}@{build.version}" for p in build.packages)
+    log(f"simulate tools: building {', '.join(build.binaries)} {build.version} with go install "
+        f"({build.cold} cold on 2 cores, seconds when the Go build cache is warm)")
+    started = time.monotonic()
+    env = dict(os.environ, GOBIN=str(BIN))
+    cwd = TOOLS / build.folder if build.folder else ROOT
+    argv = [go, "install", *(["-ldflags", build.ldflags] if build.ldflags else []), *targets]
+    result = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if result.returncode != 0:
+        raise InputError(" ".join(argv), "", f"go install failed (exit {result.returncode}):\n{result.stdout[-4000:]}")
+    _stamp_file(build).write_text(build.stamp() + "\n")
+    log(f"simulate tools: built {', '.join(build.binaries)} in {time.monotonic() - started:.0f} s")
+
+
+def main() -> int:
+    try:
+        ensure(log=lambda line: print(line, flush=True))
+    except InputError as exc:
+        print(f"simulate tools: ERROR: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
