@@ -165,9 +165,7 @@ def observe(cp: ControlPlane, obs: Observation, tiers: Mapping[str, str], pools:
                          allocatable=_allocatable(n), requested=use.get(n["metadata"]["name"], {}),
                          pods=counts.get(n["metadata"]["name"], 0))
                  for n in sorted(nodes, key=lambda n: n["metadata"]["name"])]
-    obs.failed_creates = sorted({Problem(_involved(e), e["reason"], e["message"]) for e in events
-                                 if e.get("type") == "Warning" and e["reason"].startswith("FailedCreate")},
-                                key=lambda p: (p.object, p.message))
+    obs.failed_creates = _failed_creates(events)
     obs.preemptions = sorted({_preemption(e) for e in events if e.get("reason") == "Preempted"
                               and _newer(e, since_events)}, key=lambda p: (p.victim, p.node))
     for job in cp.items("/apis/kubeflow.org/v1/tfjobs"):
@@ -192,6 +190,17 @@ def _allocatable(node: Mapping[str, Any]) -> dict[str, int]:
     a = node.get("status", {}).get("allocatable") or {}
     return {"cpu": quantity.millicores(a.get("cpu", 0)), "memory": quantity.to_bytes(a.get("memory", 0)),
             GPU: int(quantity.parse(a.get(GPU, 0)))}
+
+
+def _failed_creates(events) -> list[Problem]:
+    """One entry per workload and reason, with the newest message (a controller retries, and the
+    quota in its message changes as other pods come and go)."""
+    newest: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for event in sorted(events, key=lambda e: int(e["metadata"]["resourceVersion"])):
+        if event.get("type") == "Warning" and event["reason"].startswith("FailedCreate"):
+            newest[(_involved(event), event["reason"])] = event
+    return [Problem(obj, reason, event["message"].removeprefix("(combined from similar events): "))
+            for (obj, reason), event in sorted(newest.items())]
 
 
 def _involved(event: Mapping[str, Any]) -> str:

@@ -156,5 +156,9 @@ def _fingerprint(cp: ControlPlane) -> tuple:
     behind = [w["metadata"]["name"] for kind in ("deployments", "statefulsets", "daemonsets", "replicasets")
               for w in cp.items(f"/apis/apps/v1/{kind}")
               if w.get("status", {}).get("observedGeneration", 0) < w["metadata"].get("generation", 0)]
-    behind += [name for name, state in jobs if state == "Pending"]
+    pending = {name for name, state in jobs if state == "Pending"}
+    if pending:  # no condition yet: the operator has not acted on it, unless it said why not
+        said = {e["involvedObject"].get("name") for e in cp.items("/api/v1/events")
+                if e["involvedObject"].get("kind") == "TFJob"}
+        behind += sorted(pending - said)
     return pods, claims, jobs, time.monotonic() if behind else ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -117,3 +118,112 @@ def test_unusable_input_is_exit_2(tmp_path):
     proc = colocate("simulate", str(DIST), "--scenario", str(bad))
     assert proc.returncode == 2 and "is not a workload: write Deployment/<namespace>/<name>" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# --- faults: one simulation of the reference dist/ with one object per fault class added, each
+# made from a reference object, and a scenario that shrinks the pools and scales online up. ------
+
+def _tfjob(name: str, **worker_resources) -> dict:
+    """The reference tf-mnist-dist as a new job with one Worker of the given requests/limits."""
+    job = yaml.safe_load((DIST / "apps/training/tfjob.training.tf-mnist-dist.yaml").read_text())
+    job["metadata"]["name"] = name
+    specs = job["spec"]["tfReplicaSpecs"]
+    for role in [r for r in specs if r != "Worker"]:
+        del specs[role]
+    worker = specs["Worker"]
+    worker["replicas"] = 1
+    worker["template"]["spec"]["containers"][0]["resources"] = worker_resources
+    for volume in worker["template"]["spec"].get("volumes") or []:
+        if "persistentVolumeClaim" in volume:  # the reference claim is tf-mnist-dist's
+            volume["persistentVolumeClaim"]["claimName"] = "tf-mnist-dist-checkpoints"
+    return job
+
+
+@pytest.fixture(scope="module")
+def faults(tmp_path_factory):
+    root = tmp_path_factory.mktemp("faults")
+    dist = root / "dist"
+    shutil.copytree(DIST, dist)
+    gpu = "nvidia.com/gpu"
+    added = {
+        "tfjob.training.fits-no-node.yaml": _tfjob("fits-no-node", requests={"cpu": "2", "memory": "4Gi", gpu: "4"},
+                                                   limits={"cpu": "2", "memory": "4Gi", gpu: "4"}),
+        "tfjob.training.over-gpu-quota.yaml": _tfjob("over-gpu-quota", requests={"cpu": "2", "memory": "4Gi", gpu: "13"},
+                                                     limits={"cpu": "2", "memory": "4Gi", gpu: "13"}),
+        "tfjob.training.request-over-limit.yaml": _tfjob("request-over-limit", requests={"cpu": "1", "memory": "8Gi"},
+                                                         limits={"cpu": "2", "memory": "4Gi"}),
+        "tfjob.training.over-limitrange.yaml": _tfjob("over-limitrange", requests={"cpu": "1", "memory": "4Gi"},
+                                                      limits={"cpu": "2", "memory": "200Gi"}),
+    }
+    privileged = yaml.safe_load((DIST / "apps/online/deployment.online.recsys-inference.yaml").read_text())
+    privileged["metadata"]["name"] = "debug-shell"
+    privileged["metadata"]["namespace"] = "training"
+    privileged["spec"]["selector"]["matchLabels"] = privileged["spec"]["template"]["metadata"]["labels"] = {
+        "app.kubernetes.io/name": "debug-shell"}
+    pod = privileged["spec"]["template"]["spec"]
+    pod["priorityClassName"] = "offline-batch"
+    pod["containers"][0]["securityContext"] = {"privileged": True}
+    pod["containers"][0]["resources"] = {"limits": {"cpu": "1", "memory": "1Gi"}}
+    added["deployment.training.debug-shell.yaml"] = privileged
+    added["pytorchjob.training.no-crd.yaml"] = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+                                                "metadata": {"name": "no-crd", "namespace": "training"},
+                                                "spec": {"pytorchReplicaSpecs": {}}}
+    for name, doc in added.items():
+        (dist / "apps/training" / name).write_text(yaml.safe_dump(doc))
+    scenario = root / "shrunk-peak.yaml"
+    scenario.write_text("description: online grows to 12 while half the GPU nodes are down\n"
+                        "nodes: {online: -4, mixed: -4}\n"
+                        "scale: {Deployment/online/recsys-inference: 12}\n")
+    return simulate(str(dist), "--scenario", str(scenario))
+
+
+def _problems(report, needle: str) -> list[str]:
+    return [f"{p['object']}: {p['message']}" for p in report["failed_creates"] if needle in p["object"]]
+
+
+def test_fault_run_fails(faults):
+    proc, report = faults
+    assert proc.returncode == 1 and not report["ok"]
+
+
+def test_fault_worker_that_fits_no_node_is_pending_with_the_schedulers_reason(faults):
+    _, report = faults
+    pod = next(p for p in report["pods"] if p["name"] == "fits-no-node-worker-0")
+    assert pod["node"] is None and "Insufficient nvidia.com/gpu" in pod["reason"], pod
+
+
+def test_fault_job_over_the_gpu_quota_cannot_create_its_pod(faults):
+    _, report = faults
+    found = _problems(report, "TFJob/training/over-gpu-quota")
+    assert any("exceeded quota: training-quota" in m and "requests.nvidia.com/gpu=13" in m for m in found), found
+
+
+def test_fault_request_above_its_limit(faults):
+    _, report = faults
+    found = _problems(report, "TFJob/training/request-over-limit")
+    assert any("must be less than or equal to memory limit" in m for m in found), found
+
+
+def test_fault_container_above_the_limitrange_maximum(faults):
+    _, report = faults
+    found = _problems(report, "TFJob/training/over-limitrange")
+    assert any("maximum memory usage per Container is 126476Mi, but limit is 200Gi" in m for m in found), found
+
+
+def test_fault_privileged_pod_where_pod_security_forbids_it(faults):
+    _, report = faults
+    found = _problems(report, "ReplicaSet/training/debug-shell")
+    assert any('violates PodSecurity "baseline:latest": privileged' in m for m in found), found
+
+
+def test_fault_custom_resource_without_its_crd_is_rejected(faults):
+    _, report = faults
+    found = [r for r in report["rejected"] if r["object"] == "PyTorchJob/training/no-crd"]
+    assert found and 'no matches for kind "PyTorchJob"' in found[0]["message"], report["rejected"]
+    assert found[0]["source"].endswith("pytorchjob.training.no-crd.yaml")
+
+
+def test_fault_online_service_that_cannot_be_placed_at_peak(faults):
+    _, report = faults
+    online = [p for p in report["pods"] if p["tier"] == "online" and p["node"] is None]
+    assert online and all("Insufficient nvidia.com/gpu" in p["reason"] for p in online), online
