@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Benchmark `colocate simulate`: the reference cluster (night and peak) and the reference plus N
+generated training jobs, warm (the components already built). Prints per run the wall time from
+start to teardown, the peak memory of all its processes together (colocate and every component,
+summed RSS sampled every 100 ms), the exit code and the report's verdict. Not a test: figures.
+Targets on 2 cores: the reference under 30 s, 100 jobs under 90 s.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from colocate.simulate import toolchain
+from colocate.toolchain import environment
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import write_jobs  # noqa: E402  (the synth benchmark's job generator)
+
+ROOT = Path(__file__).resolve().parent.parent
+COLOCATE = Path(sys.executable).parent / "colocate"
+
+
+def _tree_rss(root: int) -> int:
+    """Summed RSS in bytes of ``root`` and all its descendants (from /proc)."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            parents[int(proc.name)] = int(fields[1])
+            rss[int(proc.name)] = int(fields[21]) * 4096
+        except (OSError, IndexError, ValueError):
+            continue
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, ppid in parents.items():
+            if ppid == parent and pid not in tree:
+                tree.add(pid)
+                frontier.append(pid)
+    return sum(rss.get(pid, 0) for pid in tree)
+
+
+def measure(args: list[str]) -> tuple[float, int, int, str]:
+    with tempfile.TemporaryFile("w+") as report:  # a pipe would fill up while we sample
+        start = time.perf_counter()
+        proc = subprocess.Popen([str(COLOCATE), "simulate", *args, "--format", "json"], cwd=ROOT,
+                                env=environment(), stdout=report, stderr=subprocess.DEVNULL, text=True)
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, _tree_rss(proc.pid))
+            time.sleep(0.1)
+        elapsed = time.perf_counter() - start
+        report.seek(0)
+        out = report.read()
+    try:
+        verdict = json.loads(out)["verdict"]
+    except (ValueError, KeyError):
+        verdict = out[-300:]
+    return elapsed, peak, proc.returncode, verdict
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, nargs="*", default=[100], help="numbers of generated jobs (default 100)")
+    args = parser.parse_args()
+    toolchain.ensure(log=lambda line: print(line, file=sys.stderr))
+    runs = [("reference, night", [str(ROOT / "dist")]), ("reference, peak", [str(ROOT / "dist"), "--scenario", "peak"])]
+    with tempfile.TemporaryDirectory(prefix="colocate-bench-sim-") as scratch:
+        for n in args.jobs:
+            jobs, dist = Path(scratch) / f"jobs-{n}", Path(scratch) / f"dist-{n}"
+            write_jobs(jobs, n)
+            subprocess.run([str(COLOCATE), "synth", "--outdir", str(dist), "--jobs", str(jobs)], cwd=ROOT,
+                           env=environment(), check=True, capture_output=True)
+            runs.append((f"reference + {n} jobs, night", [str(dist)]))
+        print(f"{'run':32} {'wall s':>7} {'peak MiB':>9} {'exit':>4}  verdict", flush=True)
+        for label, run_args in runs:
+            elapsed, peak, code, verdict = measure(run_args)
+            print(f"{label:32} {elapsed:7.1f} {peak / 2**20:9.0f} {code:>4}  {verdict}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
