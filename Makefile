@@ -25,7 +25,7 @@ help:
 	@echo 'make check        policy + schema checks on dist/'
 	@echo 'make simulate     sync dist/ into the real Kubernetes components on loopback (ARGS=--scenario peak)'
 	@echo 'make cdk8s-synth  synth through the cdk8s CLI (cdk8s.yaml)'
-	@echo 'make bench        synth/check benchmarks (check vs its floor and checkov)'
+	@echo 'make bench        synth/check/simulate benchmarks (check vs its floor and checkov)'
 
 bootstrap:
 	@$(ROOT)/scripts/bootstrap
@@ -50,7 +50,9 @@ cdk8s-synth: bootstrap
 	npx --no cdk8s synth --no-check-upgrade $(ARGS)
 
 # Synth + check of N generated jobs, then check alone against its floor and checkov 3.3.30
-# (scripts/bench_check.py installs checkov into .bench/ on first use). Figures, not tests.
+# (scripts/bench_check.py installs checkov into .bench/ on first use), and colocate simulate warm
+# (scripts/bench_simulate.py). Figures, not tests.
 bench: bootstrap
 	$(PY) scripts/bench.py $(ARGS)
 	$(PY) scripts/bench_check.py
+	$(PY) scripts/bench_simulate.py
