@@ -46,20 +46,30 @@ def reference_pools(config_path: Path | None = None) -> tuple[NodePoolProps, ...
 
 
 def _container(container: dict, which: str) -> Resources:
-    resources = container.get("resources") or {}
-    values = dict(resources.get("limits") or {})
+    # A field of the wrong shape counts as absent here: kubeconform reports it (SCHEMA), and a
+    # rule that sums a namespace's pods must not stop on one malformed container.
+    resources = _mapping(_mapping(container).get("resources"))
+    values = dict(_mapping(resources.get("limits")))
     if which == "requests":
-        values.update(resources.get("requests") or {})
+        values.update(_mapping(resources.get("requests")))
     return Resources(quantity.millicores(values.get("cpu", 0)), quantity.to_bytes(values.get("memory", 0)),
                      int(quantity.parse(values.get(GPU, 0))))
+
+
+def _mapping(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list:
+    return value if isinstance(value, list) else []
 
 
 def pod_resources(spec: dict, which: str = "requests") -> Resources:
     """What one pod of this spec requests (what the scheduler reserves), or its limits."""
     total = ZERO
-    for container in spec.get("containers") or []:
+    for container in _list(spec.get("containers")):
         total += _container(container, which)
-    for init in spec.get("initContainers") or []:
+    for init in _list(spec.get("initContainers")):
         r = _container(init, which)
         total = Resources(max(total.cpu_milli, r.cpu_milli), max(total.memory_bytes, r.memory_bytes), max(total.gpus, r.gpus))
     return total
