@@ -14,6 +14,7 @@ from typing import Any, Iterable, Iterator
 import yaml
 
 from colocate.errors import InputError
+from colocate.model.names import tf_role
 
 #: Files colocate writes for tools other than the API server: no metadata, never applied.
 NON_API_KINDS = frozenset({"DistIndex", "KubeletConfiguration", "JoinConfiguration", "NodePool"})
@@ -452,6 +453,8 @@ class PodSpec:
     labels: dict[str, str]
     #: The TFJob replica type (``Chief``, ``Worker``, ``PS``...); empty for other workloads.
     role: str = ""
+    #: Its key in ``tfReplicaSpecs`` as written (``worker`` is the replica type Worker).
+    replica_key: str = ""
 
 
 def _get(obj: Any, keys: tuple[str, ...]) -> Any:
@@ -471,7 +474,7 @@ def pod_specs(doc: Doc) -> Iterator[PodSpec]:
             spec = template.get("spec")
             if isinstance(spec, dict):
                 yield PodSpec(doc, f"spec.tfReplicaSpecs.{role}.template.spec", spec,
-                              _get(template, ("metadata", "labels")) or {}, role)
+                              _get(template, ("metadata", "labels")) or {}, tf_role(role), role)
         return
     keys = _POD_SPEC_PATHS.get(doc.kind)
     if not keys:

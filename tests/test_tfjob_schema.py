@@ -20,6 +20,7 @@ from kubernetes import client as k8s_models
 
 from colocate import ROOT
 from colocate.schemagen import SCHEMA_LOCATION
+from colocate.model.names import TF_ROLES
 from colocate.schemagen import tfjob as tfjob_schema
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tfjob"
@@ -99,7 +100,8 @@ def test_closed_objects_and_upstream_enums(schema):
     defs = schema["definitions"]
     spec = defs[tfjob_schema.TFJOB_SPEC]
     replicas = spec["properties"]["tfReplicaSpecs"]
-    assert sorted(replicas["properties"]) == sorted(tfjob_schema.REPLICA_TYPES)
+    assert sorted(replicas["patternProperties"]) == sorted(tfjob_schema.any_case(r) for r in TF_ROLES)
+    assert "properties" not in replicas and tfjob_schema.any_case("PS") == "^[Pp][Ss]$"
     assert replicas["additionalProperties"] is False
     replica = defs[tfjob_schema.REPLICA_SPEC]
     assert replica["properties"]["restartPolicy"]["enum"] == ["Always", "OnFailure", "Never", "ExitCode"]
@@ -276,8 +278,9 @@ def walk_sdk(schema: dict) -> tuple[dict, list[str]]:
             elif m["value"]:
                 holder = _resolve(schema, sub)[1]
                 extra = holder.get("additionalProperties")
-                # tfReplicaSpecs is closed to the replica types; each of them is the map's value.
-                for key, value in sorted(holder.get("properties", {}).items()):
+                # tfReplicaSpecs is closed to the replica types (in any case); each is the map's value.
+                named = {**holder.get("properties", {}), **holder.get("patternProperties", {})}
+                for key, value in sorted(named.items()):
                     visit(model, value, f"{path}.{field}.{key}")
                 if not isinstance(extra, dict):
                     continue

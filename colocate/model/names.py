@@ -53,6 +53,13 @@ GRAFANA_VERSION, GRAFANA_SCHEMA_VERSION = "10.2.3", 38
 #: Replica types of TFJob v1, in the order they are written.
 TF_ROLES = ("Chief", "Master", "Worker", "PS", "Evaluator")
 TF_CHIEF_ROLES = ("Chief", "Master")
+
+
+def tf_role(key: str) -> str:
+    """The replica type a tfReplicaSpecs key names: training-operator v1.7.0's defaulting renames
+    a key of any case to its type (``worker`` -> ``Worker``; defaulting_utils.go
+    setTypeNameToCamelCase, strings.EqualFold); any other key is returned as it is."""
+    return next((role for role in TF_ROLES if role.lower() == key.lower()), key)
 #: The container the operator finds by name to inject TF_CONFIG and the port.
 TF_CONTAINER = "tensorflow"
 TF_PORT_NAME, TF_PORT = "tfjob-port", 2222

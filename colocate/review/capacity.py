@@ -80,7 +80,7 @@ def replicas(pod: PodSpec, nodes: int) -> int:
     doc = pod.doc
     spec = doc.obj.get("spec") or {}
     if doc.kind == "TFJob":
-        return int((spec.get("tfReplicaSpecs") or {}).get(pod.role, {}).get("replicas", 1))
+        return int((spec.get("tfReplicaSpecs") or {}).get(pod.replica_key, {}).get("replicas", 1))
     if doc.kind == "DaemonSet":
         return nodes
     if doc.kind == "Job":

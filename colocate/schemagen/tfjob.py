@@ -26,7 +26,10 @@ What the output adds to the CRD, each from the operator's Go source at v1.7.0:
 * every object with ``properties`` is closed (``additionalProperties: false``);
 * ``tfReplicaSpecs`` accepts only the keys Chief, Master, PS, Worker, Evaluator
   (``pkg/apis/kubeflow.org/v1/tensorflow_types.go``; the operator itself would accept, and
-  create pods for, a misspelt ``Workers``);
+  create pods for, a misspelt ``Workers``), in any case: the operator's defaulting renames
+  ``worker`` to ``Worker`` (``tensorflow_defaults.go`` setTensorflowTypeNamesToCamelCase,
+  ``defaulting_utils.go`` setTypeNameToCamelCase, strings.EqualFold), and ``colocate simulate``
+  runs such a job with the real operator;
 * enums for ``restartPolicy`` (``common_types.go`` RestartPolicy*), ``cleanPodPolicy``
   (CleanPodPolicy* without the empty "undefined" value) and ``successPolicy``
   (``tensorflow_types.go`` SuccessPolicy*);
@@ -54,6 +57,7 @@ import yaml
 
 from colocate import ROOT, config
 from colocate.schemagen import DRAFT, GENERATED_MARK, SchemaSourceError, dump_schema
+from colocate.model.names import TF_ROLES
 
 #: The vendored upstream CRD and its SHA-256 (training-operator v1.7.0, unmodified).
 CRD_FILE = ROOT / "policies" / "crds" / "kubeflow.org_tfjobs.yaml"
@@ -75,7 +79,6 @@ KIND = "TFJob"
 API_VERSION = f"{GROUP}/{VERSION}"
 
 # Go constants of training-operator v1.7.0 (pkg/apis/kubeflow.org/v1/).
-REPLICA_TYPES = ("Chief", "Master", "PS", "Worker", "Evaluator")  # tensorflow_types.go
 RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")  # common_types.go
 CLEAN_POD_POLICIES = ("All", "Running", "None")  # common_types.go, minus Undefined ""
 SUCCESS_POLICIES = ("", "AllWorkers")  # tensorflow_types.go
@@ -223,6 +226,12 @@ def _hoist(parent: dict[str, Any], path: tuple[str, ...], name: str, defs: dict[
     return node
 
 
+def any_case(word: str) -> str:
+    """A regular expression for ``word`` in any ASCII case (``PS`` -> ``^[Pp][Ss]$``), as
+    strings.EqualFold compares replica types; JSON Schema patterns have no case flag."""
+    return "^" + "".join(f"[{c.upper()}{c.lower()}]" for c in word) + "$"
+
+
 def _set_enum(obj: dict[str, Any], prop: str, values: tuple[str, ...], where: str) -> None:
     node = obj["properties"].get(prop)
     if node is None or node.get("type") != "string":
@@ -245,7 +254,8 @@ def build_schema(crd: Mapping[str, Any], k8s_defs: Mapping[str, Any]) -> dict[st
     replica_specs = spec["properties"]["tfReplicaSpecs"]
     replica = _hoist(replica_specs, ("additionalProperties",), REPLICA_SPEC, defs)
     replica_ref = replica_specs.pop("additionalProperties")
-    replica_specs["properties"] = {rtype: dict(replica_ref) for rtype in REPLICA_TYPES}
+    # Patterns alone: one subschema per key, so kubeconform reports each error once.
+    replica_specs["patternProperties"] = {any_case(rtype): dict(replica_ref) for rtype in TF_ROLES}
     replica_specs["additionalProperties"] = False
     _set_enum(replica, "restartPolicy", RESTART_POLICIES, "spec.tfReplicaSpecs.*")
     template = replica["properties"]["template"]

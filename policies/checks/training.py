@@ -10,7 +10,7 @@ from typing import Any, Iterator
 from colocate import quantity
 from colocate.checker import Index, Rule, Violation
 from colocate.model.names import (GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, JOB_ROLE_LABEL, OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL,
-                                   REPLICA_TYPE_LABEL, TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER)
+                                   REPLICA_TYPE_LABEL, TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER, tf_role)
 from colocate.manifests import PodSpec, containers
 from colocate.model.scheduling import selector_matches
 
@@ -76,8 +76,8 @@ def _pod_label_sets(pod: PodSpec) -> Iterator[dict]:
         yield pod.labels
         return
     specs = pod.doc.obj["spec"]["tfReplicaSpecs"]
-    replicas = specs[pod.role].get("replicas", 1)
-    has_chief = any(role in specs for role in CHIEF_ROLES)
+    replicas = specs[pod.replica_key].get("replicas", 1)
+    has_chief = any(tf_role(key) in CHIEF_ROLES for key in specs)
     for i in range(replicas if isinstance(replicas, int) else 1):
         labels = {**pod.labels, OPERATOR_NAME_LABEL: TFJOB_CONTROLLER, JOB_NAME_LABEL: pod.doc.name,
                   REPLICA_TYPE_LABEL: pod.role.lower(), REPLICA_INDEX_LABEL: str(i)}

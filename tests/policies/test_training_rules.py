@@ -23,6 +23,7 @@ FIELDS = {
     "COL102/fail.yaml": {"metadata.namespace"},
     "COL102/fail.unlabelled-namespace.yaml": {"metadata.namespace"},
     "COL103/fail.yaml": {"spec.tfReplicaSpecs.PS.template.spec.containers[0].resources.limits.nvidia.com/gpu"},
+    "COL103/fail.lowercase.yaml": {"spec.tfReplicaSpecs.ps.template.spec.containers[0].resources.limits.nvidia.com/gpu"},
     "COL104/fail.two-chiefs.yaml": {"spec.tfReplicaSpecs.Chief.replicas"},
     "COL104/fail.chief-and-master.yaml": {"spec.tfReplicaSpecs"},
     "COL105/fail.yaml": {CONTAINERS},
