@@ -36,6 +36,29 @@ def test_names_the_pinned_exporters_expose_pass(tmp_path, expr):
     assert _rule(tmp_path, expr) == []
 
 
+@pytest.mark.parametrize("expr", [
+    # Kubernetes v1.28.15 control plane and etcd v3.5.15, scraped from the binaries (catalog_import_scrape.py)
+    'sum by (code) (rate(apiserver_request_total{job="apiserver", verb=~"LIST|GET"}[5m])) > 0',
+    'histogram_quantile(0.99, sum by (le, resource) (rate(apiserver_request_sli_duration_seconds_bucket{job="apiserver"}[5m]))) > 1',
+    'sum by (name, reason) (rate(aggregator_unavailable_apiservice_total{job="apiserver"}[10m])) > 4',
+    'sum by (controller, namespace) (rate(prometheus_operator_reconcile_errors_total[5m])) / sum by (controller, namespace) (rate(prometheus_operator_reconcile_operations_total[5m])) > 0.1',
+    'min by (controller, namespace) (max_over_time(prometheus_operator_ready[5m]) == 0)',
+    'sum(rate(apiserver_request_terminations_total{job="apiserver"}[10m])) > 0',
+    'histogram_quantile(0.99, sum by (le) (rate(scheduler_scheduling_attempt_duration_seconds_bucket{job="kube-scheduler"}[5m]))) > 1',
+    'rate(workqueue_adds_total{job="kube-controller-manager"}[5m]) > 0',
+    'etcd_server_has_leader{job="kube-etcd"} == 0',
+    # Alertmanager v0.26.0 and Prometheus v2.48.1, scraped the same way
+    'max_over_time(alertmanager_config_last_reload_successful{job="kube-prometheus-stack-alertmanager"}[5m]) == 0',
+    'rate(alertmanager_notifications_failed_total{integration="webhook"}[5m]) / rate(alertmanager_notifications_total[5m]) > 0.01',
+    'max_over_time(prometheus_config_last_reload_successful{job="kube-prometheus-stack-prometheus"}[5m]) == 0',
+    'increase(prometheus_rule_evaluation_failures_total[5m]) > 0',
+    'prometheus_notifications_queue_length / prometheus_notifications_queue_capacity > 0.95',
+    'increase(prometheus_tsdb_compactions_failed_total[3h]) > 0',
+])
+def test_families_of_the_components_the_stack_scrapes_pass(tmp_path, expr):
+    assert _rule(tmp_path, expr) == []
+
+
 @pytest.mark.parametrize("expr, words", [
     ('container_memory_swap{job="kubelet", metrics_path="/metrics/cadvisor", container!=""} > 0',
      "never stored: dropped by KPS 55.5.1 default kubelet.serviceMonitor.cAdvisorMetricRelabelings"),
@@ -43,6 +66,12 @@ def test_names_the_pinned_exporters_expose_pass(tmp_path, expr):
      "was removed in Kubernetes 1.28 at the latest"),
     ('node_systemd_unit_state{job="node-exporter", state="failed"} == 1',
      "its collector is off by default: the systemd collector is registered defaultDisabled"),
+    ('histogram_quantile(0.99, sum by (le) (rate(apiserver_request_slo_duration_seconds_bucket{job="apiserver"}[5m]))) > 1',
+     "hidden in Kubernetes 1.28"),
+    ('histogram_quantile(0.99, sum by (le) (rate(scheduler_binding_duration_seconds_bucket{job="kube-scheduler"}[5m]))) > 1',
+     'use scheduler_framework_extension_point_duration_seconds_bucket{extension_point="Bind"}'),
+    ('kubelet_certificate_manager_server_ttl_seconds < 86400',
+     "registers it only with serverTLSBootstrap: true"),
     ('kube_state_metrics_list_total{job="kube-state-metrics", result="error"} > 0',
      "does not scrape: the kube-state-metrics chart's selfMonitor.enabled is false"),
 ])

@@ -88,8 +88,10 @@ class Catalog:
             if fnmatch.fnmatchcase(name, pattern):
                 new = r.replacement.replace("*", name[len(pattern.rstrip("*")):], 1)
                 return f"{name} was removed in {r.removed_in}; use {new}"
-        if name in self.newer:
-            return f"{name} is not in the pinned exporter versions ({self.newer[name]})"
+        # A histogram or summary is listed once, by its base name.
+        base = next((name.removesuffix(s) for s in ("_bucket", "_sum", "_count") if name.removesuffix(s) in self.newer), name)
+        if base in self.newer:
+            return f"{name} is not in the pinned exporter versions ({self.newer[base]})"
         if f"{name}_bucket" in known:
             return f"{name} is a histogram; query {name}_bucket, {name}_sum or {name}_count"
         extra = [n for n, m in known.items() if n not in self.metrics and not m.absent]

@@ -56,6 +56,8 @@ class ControlPlane:
         self.kubeconfig = self.workdir / "kubeconfig"
         self.processes: list[tuple[str, subprocess.Popen]] = []
         self.failed = False
+        #: Each component's /metrics URL (the metric catalog's importer reads them).
+        self.metrics: dict[str, str] = {}
         #: (apiVersion, kind) -> (REST path of the collection, namespaced), from discovery.
         self._resources: dict[tuple[str, str], tuple[str, bool]] = {}
 
@@ -141,15 +143,20 @@ class ControlPlane:
         ])
         self._write_kubeconfig()
         self._wait_ready()
-        common = [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false", "--secure-port=0", "--profiling=false"]
+        self.metrics = {"etcd": f"http://127.0.0.1:{etcd_port}/metrics", "kube-apiserver": f"{self.server}/metrics"}
+        common = [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false", "--profiling=false",
+                  "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"]
+        ports = {name: free_port() for name in ("kube-controller-manager", "kube-scheduler")}
+        self.metrics.update({name: f"https://127.0.0.1:{port}/metrics" for name, port in ports.items()})
         self.run("kube-controller-manager", [
-            str(self.binaries["kube-controller-manager"]), *common,
+            str(self.binaries["kube-controller-manager"]), *common, f"--secure-port={ports['kube-controller-manager']}",
             f"--service-account-private-key-file={sa_key}", f"--root-ca-file={pki / 'apiserver.crt'}",
             f"--service-cluster-ip-range={SERVICE_CIDR}", "--use-service-account-credentials=false",
             # Nodes answer kwok's heartbeats; evict from an unready node after the default 5 min.
             "--node-monitor-grace-period=40s",
         ])
-        self.run("kube-scheduler", [str(self.binaries["kube-scheduler"]), *common])
+        self.run("kube-scheduler", [str(self.binaries["kube-scheduler"]), *common,
+                                    f"--secure-port={ports['kube-scheduler']}"])
 
     def _write_kubeconfig(self) -> None:
         self.kubeconfig.write_text(json.dumps({
@@ -190,6 +197,13 @@ class ControlPlane:
         with urllib.request.urlopen(request, context=_INSECURE, timeout=30) as response:
             payload = response.read()
         return payload if raw else json.loads(payload)
+
+    def scrape(self, component: str) -> str:
+        """The Prometheus exposition text of a component's /metrics (as the cluster admin)."""
+        url = self.metrics[component]
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self.token}"})
+        with urllib.request.urlopen(request, context=_INSECURE, timeout=30) as response:
+            return response.read().decode()
 
     def items(self, path: str) -> list[dict]:
         """The objects a list path returns (``/api/v1/pods``)."""

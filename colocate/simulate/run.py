@@ -25,8 +25,10 @@ SETTLE_TIMEOUT = 120.0
 
 
 def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, keep_logs: bool = False,
-             log: Callable[[str], None] = print) -> tuple[observe.Observation, Path | None]:
-    """Run ``scenario`` on ``dist``; the observation and, when logs are kept, their folder."""
+             log: Callable[[str], None] = print, inspect: Callable[[ControlPlane], None] | None = None,
+             ) -> tuple[observe.Observation, Path | None]:
+    """Run ``scenario`` on ``dist``; the observation and, when logs are kept, their folder.
+    ``inspect`` is called with the running cluster once the scenario has played."""
     cfg = config_mod.load(config_path) if config_path else config_mod.load()
     pools = nodes.read_pools(dist)
     counts = _node_counts(pools, scenario)
@@ -57,6 +59,8 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
             _scale(cp, docs, scenario)
             obs.settled = _settle(cp) and obs.settled
             log(f"simulate: scenario {scenario.name} played ({time.monotonic() - started:.1f} s)")
+        if inspect:
+            inspect(cp)
         observe.observe(cp, obs, _tiers(docs), node_pool, since_events=since)
         if not obs.ok:
             cp.failed = True

@@ -3,6 +3,7 @@ module colocate.local/simulate/kubernetes
 go 1.20
 
 require (
+	k8s.io/client-go v0.28.15
 	k8s.io/component-base v0.28.15
 	k8s.io/kubectl v0.0.0
 	k8s.io/kubernetes v1.28.15
@@ -58,6 +59,7 @@ require (
 	github.com/go-errors/errors v1.4.2 // indirect
 	github.com/go-logr/logr v1.2.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/go-logr/zapr v1.2.3 // indirect
 	github.com/go-openapi/jsonpointer v0.19.6 // indirect
 	github.com/go-openapi/jsonreference v0.20.2 // indirect
 	github.com/go-openapi/swag v0.22.3 // indirect
@@ -176,7 +178,6 @@ require (
 	k8s.io/apimachinery v0.28.15 // indirect
 	k8s.io/apiserver v0.28.15 // indirect
 	k8s.io/cli-runtime v0.28.15 // indirect
-	k8s.io/client-go v0.28.15 // indirect
 	k8s.io/cloud-provider v0.28.15 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
 	k8s.io/component-helpers v0.28.15 // indirect

@@ -1,10 +1,14 @@
-// kube-scheduler for `colocate simulate`, built from k8s.io/kubernetes at the pinned tag.
+// kube-scheduler for `colocate simulate`: the main of kubernetes v1.28.15
+// cmd/kube-scheduler/scheduler.go, with the same imports (they register metrics and log formats).
 package main
 
 import (
 	"os"
 
 	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 )
 

@@ -1,7 +1,8 @@
-// kubectl for `colocate simulate`, built from k8s.io/kubernetes at the pinned tag.
+// kubectl for `colocate simulate`: the main of kubernetes v1.28.15 cmd/kubectl/kubectl.go.
 package main
 
 import (
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	"k8s.io/component-base/cli"
 	"k8s.io/kubectl/pkg/cmd"
 	"k8s.io/kubectl/pkg/cmd/util"
