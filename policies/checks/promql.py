@@ -6,6 +6,7 @@ objects, then work per query; the catalog is loaded once, and only if there is a
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Iterator, Mapping
 
 import promql_parser as pp
@@ -15,19 +16,21 @@ from colocate.checker import Index, Rule, Violation
 from colocate.model.names import DASHBOARD_SIDECAR_LABEL, DASHBOARD_SIDECAR_LABEL_VALUE
 
 
-def _parsed(index: Index) -> Iterator[tuple[promql.Query, promql.Analysis]]:
-    for query in promql.queries(index.docs):
-        if query.expr.strip():
-            yield query, promql.analyse(query.expr)
+def _parsed(index: Index) -> list[tuple[promql.Query, promql.Analysis]]:
+    """Every query with its analysis, found and parsed once for all the PromQL rules."""
+    return index.shared("promql.parsed", lambda: [(query, promql.analyse(query.expr))
+                                                  for query in promql.queries(index.docs) if query.expr.strip()])
 
 
 def _known(index: Index) -> Mapping[str, promql.Metric]:
-    return {**promql.catalog().metrics, **promql.scraped_metrics(index.docs), **promql.recorded_metrics(index.docs)}
+    return index.shared("promql.known", lambda: {**promql.catalog().metrics, **promql.scraped_metrics(index.docs),
+                                                 **promql.recorded_metrics(index.docs)})
 
 
 def metrics_exist(index: Index, rule: Rule) -> Iterator[Violation]:
     """A syntax error, or a metric no pinned exporter exposes (or that Prometheus drops)."""
     known: Mapping[str, promql.Metric] | None = None
+    explained: dict[str, str] = {}  # suggestions are costly: once per unknown name
     for query, analysis in _parsed(index):
         if analysis.error:
             yield Violation(query.doc, query.field, f"{query.where}: syntax error: {analysis.error}")
@@ -37,8 +40,9 @@ def metrics_exist(index: Index, rule: Rule) -> Iterator[Violation]:
         for name in names:
             metric = known.get(name)
             if metric is None or metric.absent:
-                yield Violation(query.doc, query.field,
-                                f"{query.where}: {promql.catalog().explain_unknown(name, known)}")
+                if name not in explained:
+                    explained[name] = promql.catalog().explain_unknown(name, known)
+                yield Violation(query.doc, query.field, f"{query.where}: {explained[name]}")
 
 
 def _cadvisor_container_selectors(index: Index) -> Iterator[tuple[promql.Query, promql.Selector, list]]:
@@ -78,6 +82,7 @@ def cadvisor_container_filter(index: Index, rule: Rule) -> Iterator[Violation]:
                 yield Violation(query.doc, query.field, f"{query.where}: {sel} has no container filter")
 
 
+@lru_cache(maxsize=8192)
 def _joins_on_container(expr: str) -> bool:
     """Every binary operation between vectors in the expression matches on ``container``: no
     ``on (...)`` without it and no ``ignoring (container)``."""
@@ -108,11 +113,15 @@ def cadvisor_network_filter(index: Index, rule: Rule) -> Iterator[Violation]:
 def labels_exist(index: Index, rule: Rule) -> Iterator[Violation]:
     """Matchers, ``by`` and ``on`` labels that the metrics read cannot carry."""
     known: Mapping[str, promql.Metric] | None = None
+    # The same expression (a rule copied into many objects) has the same problems: judge it once.
+    problems: dict[str, list[str]] = {}
     for query, analysis in _parsed(index):
         if analysis.ast is None:
             continue
         known = known if known is not None else _known(index)
-        for problem in dict.fromkeys(promql.label_problems(analysis.ast, known)):
+        if query.expr not in problems:
+            problems[query.expr] = list(dict.fromkeys(promql.label_problems(analysis.ast, known)))
+        for problem in problems[query.expr]:
             yield Violation(query.doc, query.field, f"{query.where}: {problem}")
 
 

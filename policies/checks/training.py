@@ -93,11 +93,14 @@ def offline_pdb(index: Index, rule: Rule) -> Iterator[Violation]:
     pdbs = [(d, selector) for d, selector in pdbs if isinstance(selector, dict)]
     if not pdbs:
         return
-    training = [p for p in index.pods() if p.role or index.ctx.scope_of(p) == "offline"]
+    training: dict[str, list] = defaultdict(list)  # by namespace: a PDB selects only in its own
+    for pod in index.pods():
+        if pod.role or index.ctx.scope_of(pod) == "offline":
+            training[pod.doc.namespace].append(pod)
     for pdb, selector in pdbs:
         matched: dict[str, list[str]] = defaultdict(list)
-        for pod in training:
-            if pod.doc.namespace == pdb.namespace and any(selector_matches(selector, l) for l in _pod_label_sets(pod)):
+        for pod in training.get(pdb.namespace, ()):
+            if any(selector_matches(selector, l) for l in _pod_label_sets(pod)):
                 matched[pod.doc.ref].append(pod.role)
         if matched:
             names = [ref + (f" ({', '.join(roles)})" if any(roles) else "") for ref, roles in sorted(matched.items())]
