@@ -6,10 +6,12 @@ Schema (single-object rules, Polaris style) or a Python check ``<module>.<functi
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import re
 import string
+import time
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -126,22 +128,42 @@ class Context:
 
 @dataclass
 class Index:
-    """Every checked object, with lookups the cross-object rules share."""
+    """Every checked object, with lookups the cross-object rules share. Each lookup is built
+    once, on first use, in one pass over the objects, so that no rule scans them per object."""
 
     docs: list[Doc]
     ctx: Context
+    _by_kind: dict[str, list[Doc]] | None = field(default=None, init=False, repr=False)
+    _pods: list[PodSpec] | None = field(default=None, init=False, repr=False)
+    _shared: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def api_objects(self) -> Iterator[Doc]:
         return (d for d in self.docs if d.is_api_object)
 
     def of_kind(self, kind: str) -> list[Doc]:
-        return [d for d in self.docs if d.kind == kind]
+        if self._by_kind is None:
+            self._by_kind = {}
+            for doc in self.docs:
+                self._by_kind.setdefault(doc.kind, []).append(doc)
+        return list(self._by_kind.get(kind, ()))
 
     def pods(self, scope: str = "all") -> Iterator[PodSpec]:
-        for doc in self.docs:
-            for pod in manifests.pod_specs(doc):
-                if scope == "all" or self.ctx.scope_of(pod) == scope:
-                    yield pod
+        if self._pods is None:
+            self._pods = [pod for doc in self.docs for pod in manifests.pod_specs(doc)]
+        for pod in self._pods:
+            if scope == "all" or self.ctx.scope_of(pod) == scope:
+                yield pod
+
+    def shared(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, once per index: what several rules derive from the same objects (the
+        PromQL queries and their analyses, the metrics known to this run)."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]
+
+
+#: (phase or rule id, seconds) in the order they ran, for ``check --timings``.
+Timings = list[tuple[str, float]]
 
 
 @dataclass(frozen=True)
@@ -283,22 +305,28 @@ def _unjudged(rule: Rule, index: Index, values: dict[str, str], exc: Exception) 
         raise exc from None
 
 
-def evaluate(rules: Iterable[Rule], index: Index) -> list[Finding]:
+def evaluate(rules: Iterable[Rule], index: Index, timings: Timings | None = None) -> list[Finding]:
     findings = []
     values = index.ctx.values
     for rule in rules:
+        start = time.perf_counter()
         try:
             findings.extend(_judge(rule, index, values))
         except ColocateError:
             raise
         except Exception as exc:
             findings.extend(_unjudged(rule, index, values, exc))
+        if timings is not None:
+            timings.append((rule.id, time.perf_counter() - start))
     return findings
 
 
 def _schema_result_findings(result: kubeconform.Result, docs: list[Doc]) -> list[Finding]:
     """kubeconform reports file, kind and name; find the namespace and line in our index."""
-    by_key = {(Path(d.file).resolve(), d.kind, d.name): d for d in docs}
+    if not result.resources:
+        return []
+    resolved = {file: Path(file).resolve() for file in dict.fromkeys(d.file for d in docs)}
+    by_key = {(resolved[d.file], d.kind, d.name): d for d in docs}
     findings = []
     for res in result.resources:
         doc = by_key.get((Path(res.get("filename", "")).resolve(), res.get("kind", ""), res.get("name", "")))
@@ -384,8 +412,18 @@ def described_rules(config_path: Path | None = None) -> tuple[Rule, ...]:
     return tuple(rule.filled(ctx.values) for rule in load_rules())
 
 
-def check(paths: list[Path], config_path: Path | None = None, cluster: Path | None = None) -> CheckResult:
-    """Validate manifests. Raises ColocateError for unusable input (exit 2)."""
+def check(paths: list[Path], config_path: Path | None = None, cluster: Path | None = None,
+          timings: Timings | None = None) -> CheckResult:
+    """Validate manifests. Raises ColocateError for unusable input (exit 2). ``timings``, when
+    given, receives the seconds of each phase and rule (``check --timings``)."""
+    clock = [time.perf_counter()]
+
+    def phase(name: str) -> None:
+        now = time.perf_counter()
+        if timings is not None:
+            timings.append((name, now - clock[0]))
+        clock[0] = now
+
     config = config_mod.load(config_path) if config_path else config_mod.load()
     inputs = manifests.find(paths)  # an unknown path is bad input before any tool starts
     if not inputs.files:
@@ -394,19 +432,24 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
     # kubeconform gets the same files, so a file named twice, or a Helm chart in a folder, is not
     # validated there either.
     validation = kubeconform.start(list(inputs.files), config.kubernetes_version)
+    phase("start kubeconform")
     # kubeconform takes most of the wall time: parse and run the rules while it works.
     try:
-        docs = manifests.load_files(inputs.files)
+        docs = _parse(inputs.files)
         if not docs:
             raise InputError(", ".join(map(str, paths)), "", "no Kubernetes objects found")
+        phase("parse YAML")
         rules = load_rules()
         ctx = _context(reference(config), docs, config.gitops.min_argocd_version,
                        config.registry_host, config.registry_proxy_projects)
         ctx.pools, ctx.pools_source = cluster_pools(docs, cluster)
         ctx.rules = tuple(rules)
         index = Index(docs, ctx)
-        rule_findings = evaluate(rules, index)
+        phase("load rules and context")
+        rule_findings = evaluate(rules, index, timings)
+        clock[0] = time.perf_counter()
         schema_result = kubeconform.wait(validation)
+        phase("wait for kubeconform")
     finally:
         if validation.poll() is None:
             validation.kill()
@@ -416,4 +459,16 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
     findings = _with_field_lines(findings)
     suppressed = list(zip(_with_field_lines([f for f, _ in suppressed]), (reason for _, reason in suppressed)))
     findings.sort(key=lambda f: (f.file, f.line, f.field_line, f.rule, f.field))
+    phase("field lines, suppressions, sort")
+    gc.unfreeze()
     return CheckResult(findings, schema_result, len(docs), [r.filled(ctx.values) for r in rules], suppressed)
+
+
+def _parse(files: Iterable[Path]) -> list[Doc]:
+    """The objects of the files, frozen out of the cyclic collector's scans: they are millions
+    of containers that live until the check ends, without cycles, and every full collection
+    during the rules would rescan them all. :func:`check` unfreezes them when done (after an
+    exception, the next check does)."""
+    docs = manifests.load_files(files)
+    gc.freeze()
+    return docs

@@ -57,8 +57,12 @@ def _check(args: argparse.Namespace) -> int:
     if args.explain:
         return _explain(args.explain, Path(args.config) if args.config else None)
     paths = [Path(p) for p in args.paths] if args.paths else [_default_dist()]
+    timings: checker.Timings | None = [] if args.timings else None
     result = checker.check(paths, Path(args.config) if args.config else None,
-                           Path(args.cluster) if args.cluster else None)
+                           Path(args.cluster) if args.cluster else None, timings)
+    if timings is not None:
+        for name, seconds in sorted(timings, key=lambda t: -t[1]):
+            print(f"{seconds:8.3f} s  {name}", file=sys.stderr)
     if args.format == "text":
         sys.stdout.write(report.to_text(result, colour=report.use_colour(sys.stdout)))
     else:
@@ -212,6 +216,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--explain", metavar="RULE-ID", help="print a rule's rationale, fix and examples, and exit")
     c.add_argument("--cluster", help="file or folder of NodePool descriptions the capacity rules judge against "
                                      "(default: those among the checked files, else the repository's dist/nodes/)")
+    c.add_argument("--timings", action="store_true",
+                   help="print the seconds each phase and rule took to stderr, slowest first")
     c.set_defaults(func=_check)
     d = command("diff", help="what a change to dist/ does to the cluster, per Argo CD Application",
                        description="Compare dist/ at two git revisions: objects added, removed and changed, "

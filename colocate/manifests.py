@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import errno
+import gc
 import json
 import math
 import os
 import re
 import stat
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -409,8 +411,27 @@ def _objects(path: Path, line: int, obj: Any, node: Any, where: str = "") -> Ite
         yield from _objects(path, item_line, item, item_node, f"items[{i}] of the {obj['kind']}: ")
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic collector off while YAML is composed and constructed. Nodes and parsed
+    values are trees without cycles, so it would find nothing, but it rescans every live
+    container at each collection: with 10,000 objects that cost more than the parsing itself."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def load_files(paths: Iterable[Path]) -> list[Doc]:
     """Parse every object in the files (see _objects)."""
+    with _collector_paused():
+        return _load_files(paths)
+
+
+def _load_files(paths: Iterable[Path]) -> list[Doc]:
     docs: list[Doc] = []
     for path in paths:
         text = _read(path)
@@ -493,30 +514,40 @@ def containers(pod: PodSpec) -> Iterator[tuple[str, dict[str, Any]]]:
                 yield f"{pod.path}.{key}[{i}]", container
 
 
+class _LineLoader(_Base):  # type: ignore[valid-type,misc]
+    """Composes nodes for their lines only: no tag is resolved (keys are compared as written)."""
+
+    def resolve(self, kind, value, implicit):
+        return ""
+
+
 def field_lines(path: Path, wanted: list[tuple[int, str]]) -> list[int]:
     """The line of each (object line, field path) in a file: the field's key, or that of the
     deepest part of the path the object has (a missing required field points at its parent);
     0 when not known. Composes the file again, so callers ask only for files with findings."""
     objects: dict[int, yaml.Node] = {}
-
-    def add(node: yaml.Node) -> None:
-        # An object, or the items of a List (the items win a line they share with their List).
-        objects[node.start_mark.line + 1] = node
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if key.value == "items" and isinstance(value, yaml.SequenceNode):
-                    for item in value.value:
-                        add(item)
-
-    loader = _Loader(path.read_text(encoding="utf-8"))
+    loader = _LineLoader(path.read_text(encoding="utf-8"))
     try:
-        while loader.check_node():
-            add(loader.get_node())
+        with _collector_paused():
+            while loader.check_node():
+                _add_object(objects, loader.get_node())
     except (yaml.YAMLError, RecursionError):
         return [0] * len(wanted)  # a JSON file YAML cannot read: the objects' lines stand
     finally:
         loader.dispose()
     return [_field_line(objects[line], field) if line in objects else 0 for line, field in wanted]
+
+
+def _add_object(objects: dict[int, yaml.Node], node: yaml.Node) -> None:
+    """An object by its line, or the items of a List (the items win a line they share with their
+    List). A function of its own: a nested one that calls itself is a reference cycle, which
+    would keep the file's nodes alive until a cyclic collection."""
+    objects[node.start_mark.line + 1] = node
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if key.value == "items" and isinstance(value, yaml.SequenceNode):
+                for item in value.value:
+                    _add_object(objects, item)
 
 
 def _field_line(node: yaml.Node, rest: str) -> int:
