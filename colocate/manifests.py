@@ -10,6 +10,7 @@ import re
 import stat
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -228,6 +229,7 @@ def _go_int(text: str) -> int | None:
     return None
 
 
+@lru_cache(maxsize=1 << 16)  # keys and values repeat across objects: resolve each spelling once
 def _go_scalar(text: str) -> tuple[str, Any]:
     """(tag, value) of a plain scalar, as go-yaml v2 resolves it; timestamps stay strings there."""
     if text in _GO_SCALARS:
@@ -333,14 +335,65 @@ def _plain(value: Any, file: str, line: int, size: int) -> Any:
         raise InputError(file, str(line), "nested too deeply") from None
 
 
+class _Unusual(Exception):
+    """A node :func:`_direct` leaves to PyYAML's constructor and :class:`_Plain`."""
+
+
+_STR, _MAP, _SEQ, _NULL = _TAG + "str", _TAG + "map", _TAG + "seq", _TAG + "null"
+_TYPED = {_TAG + "bool": "bool", _TAG + "int": "int", _TAG + "float": "float"}
+
+
+def _direct(node: Any) -> Any:
+    """The node as JSON values, the same as ``_plain(construct_document(node))`` for what
+    manifests hold (string keys, the core tags, no aliases), at a fraction of the cost; raises
+    _Unusual for anything else (merge keys, other tags, non-string keys, typed values that do
+    not decode), which then takes that slower, general path and its errors."""
+    cls = node.__class__
+    if cls is yaml.ScalarNode:
+        tag = node.tag
+        if tag == _STR:
+            return node.value
+        if tag == _NULL:
+            return None
+        typed = _TYPED.get(tag)
+        if typed is not None:
+            kind, value = _go_scalar(node.value)
+            if kind == typed:
+                return value
+        raise _Unusual
+    if cls is yaml.MappingNode and node.tag == _MAP:
+        out = {}
+        for key, value in node.value:
+            if key.__class__ is not yaml.ScalarNode or key.tag != _STR and _TYPED.get(key.tag) is None:
+                raise _Unusual
+            name = _direct(key)
+            if name.__class__ is not str:
+                raise _Unusual  # 1 and true are one key to PyYAML, two to JSON: the general path
+            out[name] = _direct(value)
+        return out
+    if cls is yaml.SequenceNode and node.tag == _SEQ:
+        return [_direct(item) for item in node.value]
+    raise _Unusual
+
+
 def _yaml_documents(path: Path, text: str) -> Iterator[tuple[int, Any, Any]]:
     """(line, object, node) per YAML document."""
     loader = _Loader(text)
+    # An alias needs an anchor (&name): without one, each node is read once and _direct applies.
+    direct = "&" not in text
     try:
         while loader.check_node():
             node = loader.get_node()
             line = node.start_mark.line + 1
-            yield line, _plain(loader.construct_document(node), str(path), line, len(text)), node
+            obj = _Unusual
+            if direct:
+                try:
+                    obj = _direct(node)
+                except (_Unusual, RecursionError):
+                    pass
+            if obj is _Unusual:
+                obj = _plain(loader.construct_document(node), str(path), line, len(text))
+            yield line, obj, node
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         hint = " (it looks like a Helm template: render it with helm template first)" if "{{" in text else ""
