@@ -114,6 +114,7 @@ def namespace_quota(index: Index, rule: Rule) -> Iterator[Violation]:
     """A namespace's pods, replicas counted, within each ResourceQuota's hard limits."""
     quotas = index.of_kind("ResourceQuota")
     by_namespace = _usage(index) if quotas else {}
+    tops: dict[tuple[str, str], str] = {}  # the largest contributors, ranked once per namespace and key
     for quota in quotas:
         usage = by_namespace.get(quota.namespace, {})
         for key, hard in sorted(((quota.obj.get("spec") or {}).get("hard") or {}).items()):
@@ -122,7 +123,10 @@ def namespace_quota(index: Index, rule: Rule) -> Iterator[Violation]:
             total, parts = usage[key]
             limit = _in_quota_units(key, hard)
             if total > limit:
-                top = ", ".join(f"{ref}: {_print(key, v)}" for ref, v in sorted(parts, key=lambda p: -p[1])[:3])
+                if (quota.namespace, key) not in tops:
+                    tops[quota.namespace, key] = ", ".join(f"{ref}: {_print(key, v)}"
+                                                           for ref, v in sorted(parts, key=lambda p: -p[1])[:3])
+                top = tops[quota.namespace, key]
                 yield Violation(quota, f"spec.hard[{key}]", f"hard {hard}, but the namespace's pods ask for "
                                 f"{_print(key, total)} ({top}); the API server refuses the pods past the limit")
 
