@@ -112,10 +112,36 @@ def _closest(catalog: "Catalog", name: str) -> str | None:
     # Names sharing the first word (prometheus_, kube_, node_) first: same answer, a fraction of the work.
     prefix = name.split("_", 1)[0] + "_"
     for pool in ([n for n in stored if n.startswith(prefix)], stored):
-        close = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
+        close = best_match(name, pool, 0.6)
         if close:
-            return close[0]
+            return close
     return None
+
+
+def best_match(word: str, possibilities: list[str], cutoff: float) -> str | None:
+    """``difflib.get_close_matches(word, possibilities, n=1, cutoff)``, or None, computed with
+    fewer full comparisons: quick_ratio() bounds ratio() from above, so candidates are scored in
+    falling quick_ratio order until none left can beat (or tie) the best ratio found."""
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(word)
+    bounded = []
+    for x in possibilities:
+        matcher.set_seq1(x)
+        if matcher.real_quick_ratio() >= cutoff:
+            bound = matcher.quick_ratio()
+            if bound >= cutoff:
+                bounded.append((bound, x))
+    bounded.sort(key=lambda bx: bx[0], reverse=True)
+    best: tuple[float, str] | None = None
+    for bound, x in bounded:
+        if best is not None and bound < best[0]:
+            break
+        matcher.set_seq1(x)
+        score = matcher.ratio()
+        # get_close_matches keeps the largest (score, x): a tie goes to the larger string.
+        if score >= cutoff and (best is None or (score, x) > best):
+            best = (score, x)
+    return best[1] if best else None
 
 
 @lru_cache(maxsize=8)
