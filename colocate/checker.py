@@ -432,9 +432,9 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
     # kubeconform gets the same files, so a file named twice, or a Helm chart in a folder, is not
     # validated there either.
     validation = kubeconform.start(list(inputs.files), config.kubernetes_version)
-    phase("start kubeconform")
     # kubeconform takes most of the wall time: parse and run the rules while it works.
     try:
+        phase("start kubeconform")  # inside the try: a Ctrl-C from here on stops kubeconform too
         docs = _parse(inputs.files)
         if not docs:
             raise InputError(", ".join(map(str, paths)), "", "no Kubernetes objects found")
