@@ -61,6 +61,8 @@ def _sections(obs: Observation) -> list[tuple[str, list[str]]]:
                                                 for n in obs.nodes]),
         ("TFJobs", [f"{name}: {state}" + (f" ({obs.tfjob_messages[name]})" if state == "Failed" else "")
                     for name, state in sorted(obs.tfjobs.items())]),
+        ("Delete drill (what deleting each Application deletes, stateful first)",
+         [f"{app}: {len(gone)} objects: {', '.join(gone) or 'nothing'}" for app, gone in obs.drills.items()]),
         ("TFJobs failed by preemption", [f"{name}: {PREEMPTION_FAILS_JOBS}" for name in obs.failed_by_preemption]),
         ("Not rendered offline (represented)", [f"{app}: {what}" for app, what in sorted(obs.stand_ins.items())]),
         ("Pods", [f"{len(placed)} placed, {len(obs.pending)} Pending, of {len(obs.pods)}"]),

@@ -74,6 +74,8 @@ class Observation:
     #: Applications Argo CD could not render offline and what stands in for them.
     stand_ins: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: Delete drill: per child Application, every object Argo CD deleted with it, stateful first.
+    drills: dict[str, list[str]] = field(default_factory=dict)
     #: Tiers whose Pending pods the scenario allows (preempted training waits by design).
     may_wait: tuple[str, ...] = ()
     settled: bool = True

@@ -13,7 +13,7 @@ from colocate import config as config_mod
 from colocate.errors import InputError
 from colocate.model.names import PEAK_REPLICAS_ANNOTATION, TIER_LABEL
 from colocate.resources import display
-from colocate.simulate import components, nodes, observe, stand_ins, toolchain
+from colocate.simulate import argocd, components, nodes, observe, stand_ins, toolchain
 from colocate.simulate.control_plane import ControlPlane, SimulationError, refusal
 from colocate.simulate.scenario import Scenario
 
@@ -49,16 +49,30 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
         components.install_crds(cp, components.crd_documents())
         components.install_storage_class(cp, cfg.shared_storage_class)
         components.start_training_operator(cp)
-        _apply(cp, docs, obs)
-        obs.stand_ins = stand_ins.deploy(cp, docs, obs)
+        argo = argocd.ArgoCD(cp, cfg, dist)
+        argo.start()
+        obs.rejected += [observe.Rejected("dist/bootstrap/", "root Application", e) for e in argo.apply_bootstrap()]
+        apps = argo.wait_synced({d["metadata"]["name"] for _, d in [*docs, *_bootstrap(dist)] if d["kind"] == "Application"})
+        log(f"simulate: Argo CD synced {sum(a.sync == 'Synced' for a in apps)} of {len(apps)} Applications "
+            f"({time.monotonic() - started:.1f} s)")
+        _sync_results(cp, apps, docs, obs)
+        obs.stand_ins = stand_ins.deploy(cp, docs, obs, {a.name: a.message for a in apps if a.offline})
         obs.settled = _settle(cp)
-        log(f"simulate: {len(docs)} objects applied, cluster settled ({time.monotonic() - started:.1f} s)")
+        log(f"simulate: cluster settled ({time.monotonic() - started:.1f} s)")
         since = ""
         if scenario.scale_to_peak or scenario.scale:
             since = cp.request("GET", "/api/v1/events?limit=1")["metadata"]["resourceVersion"]
             _scale(cp, docs, scenario)
             obs.settled = _settle(cp) and obs.settled
             log(f"simulate: scenario {scenario.name} played ({time.monotonic() - started:.1f} s)")
+        if scenario.delete_drill:
+            kinds = sorted({(d["apiVersion"], d["kind"]) for _, d in docs if d["kind"] != "Application"}
+                           | {("v1", "Namespace"), ("v1", "PersistentVolumeClaim")})
+            for app in _drilled(scenario, apps, docs):
+                obs.drills[app] = argocd.drill(argo, app, kinds)
+                log(f"simulate: delete drill {app}: {len(obs.drills[app])} objects deleted, restored "
+                    f"({time.monotonic() - started:.1f} s)")
+            obs.settled = _settle(cp) and obs.settled
         if inspect:
             inspect(cp)
         observe.observe(cp, obs, _tiers(docs), node_pool, since_events=since)
@@ -97,18 +111,38 @@ def _tiers(docs) -> dict[str, str]:
             if d["kind"] == "PriorityClass" and TIER_LABEL in d["metadata"].get("labels", {})}
 
 
-def _apply(cp: ControlPlane, docs, obs: observe.Observation) -> None:
-    """Server-side apply, namespaces and cluster-wide objects first (what sync waves order)."""
-    first = [(f, d) for f, d in docs if d["kind"] in ("Namespace", "PriorityClass", "CustomResourceDefinition")]
-    for file, doc in first + [x for x in docs if x not in first]:
-        if doc["kind"] == "Application":
-            continue
-        try:
-            cp.apply(doc)
-        except urllib.error.HTTPError as exc:
-            obs.rejected.append(observe.Rejected(file, _name(doc), refusal(exc)))
-        except SimulationError as exc:
-            obs.rejected.append(observe.Rejected(file, _name(doc), str(exc)))
+def _drilled(scenario: Scenario, apps: list[argocd.AppState], docs) -> list[str]:
+    """The child Applications of this repository the drill deletes (all, or the scenario's list)."""
+    ours = sorted(a.name for a in apps if not a.offline and any(
+        d["kind"] == "Application" and d["metadata"]["name"] == a.name for _, d in docs))
+    if scenario.delete_drill is True:
+        return ours
+    unknown = sorted(set(scenario.delete_drill) - set(ours))
+    if unknown:
+        raise InputError(f"scenario {scenario.name}", "deleteDrill", f"no such Application of this repository: "
+                         f"{', '.join(unknown)}; they are: {', '.join(ours)}")
+    return list(scenario.delete_drill)
+
+
+def _bootstrap(dist: Path) -> list[tuple[str, dict[str, Any]]]:
+    return [(display(f), d) for f in sorted((dist / "bootstrap").glob("*.yaml"))
+            for d in yaml.safe_load_all(f.read_text()) if isinstance(d, dict)]
+
+
+def _sync_results(cp: ControlPlane, apps: list[argocd.AppState], docs, obs: observe.Observation) -> None:
+    """What Argo CD could not sync, as rejections naming the file the object came from."""
+    by_name = {_name(d): (f, d) for f, d in docs}
+    for app in apps:
+        for obj, message in app.failed:
+            file, doc = by_name.get(obj, (f"Application {app.name}", None))
+            if doc is not None:
+                try:
+                    cp.path(doc["apiVersion"], doc["kind"])
+                except SimulationError as exc:  # Argo CD says only '<Kind>.<group> "" not found'
+                    message = f"{message} ({exc})"
+            obs.rejected.append(observe.Rejected(file, obj, message))
+        if not app.offline and not app.failed and app.message and app.sync != "Synced":
+            obs.rejected.append(observe.Rejected(f"Application {app.name}", app.name, app.message))
 
 
 def _name(doc) -> str:

@@ -27,8 +27,9 @@ class Scenario:
     nodes: Mapping[str, int] = field(default_factory=dict)
     #: Offline-tier pods may stay Pending (preempted training waits for capacity by design).
     offline_may_wait: bool = False
-    #: Delete each child Application in turn and list what Argo CD deletes, then restore.
-    delete_drill: bool = False
+    #: Child Applications to delete in turn (as if their file were removed), listing what Argo CD
+    #: deletes, then restoring: all of ours (True), the named ones, or none.
+    delete_drill: bool | tuple[str, ...] = False
 
 
 def shipped() -> list[str]:
@@ -48,4 +49,4 @@ def load(name_or_file: str) -> Scenario:
     return Scenario(name=data.get("name", path.stem), description=data.get("description", ""),
                     scale_to_peak=data.get("scaleToPeak", False), scale=dict(data.get("scale") or {}),
                     nodes=dict(data.get("nodes") or {}), offline_may_wait=data.get("offlineMayWait", False),
-                    delete_drill=data.get("deleteDrill", False))
+                    delete_drill=tuple(d) if isinstance(d := data.get("deleteDrill", False), list) else d)

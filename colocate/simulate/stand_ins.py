@@ -29,9 +29,9 @@ IMAGE = "registry.k8s.io/pause:3.9"
 _SCHEDULING = ("nodeSelector", "affinity", "tolerations", "priorityClassName")
 
 
-def deploy(cp: ControlPlane, docs, obs: Observation) -> dict[str, str]:
+def deploy(cp: ControlPlane, docs, obs: Observation, why: dict[str, str]) -> dict[str, str]:
     """Create the stand-ins of every Application that cannot render offline; per Application,
-    what stands in for it (for the report)."""
+    what stands in for it (for the report). ``why``: Argo CD's condition per such Application."""
     out = {}
     for file, app in docs:
         if app["kind"] != "Application":
@@ -42,13 +42,20 @@ def deploy(cp: ControlPlane, docs, obs: Observation) -> dict[str, str]:
             chart = source["chart"]
             made = [_create(cp, obs, file, app, path, kind, workload)
                     for path, (kind, workload) in COMPONENTS.get(chart, {}).items()]
-            out[name] = (f"Helm chart {chart} {source.get('targetRevision')} from {source['repoURL']}: "
+            out[name] = (f"Helm chart {chart} {source.get('targetRevision')} from {source['repoURL']}, not rendered "
+                         f"offline ({_short(why.get(name, ''))}): "
                          + (f"stand-ins {', '.join(m for m in made if m)} with the requests of the generated values"
                             if made else "no stand-in (its components are not known to the simulation)"))
         elif source.get("repoURL") and not _is_ours(app, docs):
-            out[name] = (f"upstream git {source['repoURL']} {source.get('targetRevision')}: not rendered offline; "
+            out[name] = (f"upstream git {source['repoURL']} {source.get('targetRevision')}: not rendered offline "
+                         f"({_short(why.get(name, ''))}); "
                          "its CRDs are installed from policies/crds/ and its controller runs as a process")
     return out
+
+
+def _short(message: str) -> str:
+    """Argo CD's condition, its first clause (the rest repeats the git or Helm command)."""
+    return message.split(": rpc error")[0][:160] or "Argo CD could not fetch it"
 
 
 def _is_ours(app: Mapping[str, Any], docs) -> bool:

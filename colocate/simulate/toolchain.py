@@ -72,7 +72,12 @@ def builds(cfg: config.Config) -> list[Build]:
               ("github.com/kubeflow/training-operator/cmd/training-operator.v1",), "-s -w", cold="about 80 s"),
         Build("kwok", ("kwok",), "sigs.k8s.io/kwok", sim.kwok, None, ("sigs.k8s.io/kwok/cmd/kwok",), "-s -w",
               cold="about 70 s"),
+        Build("argocd", ("argocd",), "github.com/argoproj/argo-cd/v2", sim.argocd, "argocd", (".",), "-s -w",
+              cold="about 6 min"),
     ]
+
+#: Names the Argo CD binary answers to (tools/sim/argocd/main.go picks the command by its name).
+ARGOCD_COMMANDS = ("argocd-application-controller", "argocd-repo-server")
 
 
 def _required_version(build: Build) -> str | None:
@@ -107,7 +112,37 @@ def ensure(cfg: config.Config | None = None, log=print) -> dict[str, Path]:
         else:
             _go_install(build, log)
         out.update({b: BIN / b for b in build.binaries})
+    for name in ARGOCD_COMMANDS:
+        link = BIN / name
+        if not link.is_symlink():
+            link.unlink(missing_ok=True)
+            link.symlink_to("argocd")
+        out[name] = link
+    out["redis-server"] = _redis(log)
     return out
+
+
+def _redis(log) -> Path:
+    """Debian's redis-server, which Argo CD's controller and repo server cache in; installed with
+    apt-get when missing, as scripts/bootstrap installs promtool."""
+    found = shutil.which("redis-server")
+    if found:
+        return Path(found)
+    if not shutil.which("apt-get"):
+        raise InputError("redis-server", "", "not found: Argo CD in the simulation needs it; install Redis "
+                         "(apt-get install redis-server, brew install redis) and put redis-server on PATH")
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    log("simulate tools: apt-get install redis-server (Argo CD's cache)")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for step in (["update", "-q"], ["install", "-y", "-q", "--no-install-recommends", "redis-server"]):
+        result = subprocess.run([*sudo, "apt-get", "-o", "DPkg::Lock::Timeout=600", *step], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if result.returncode != 0:
+            raise InputError("apt-get " + " ".join(step), "", f"failed (exit {result.returncode}):\n{result.stdout[-2000:]}")
+    found = shutil.which("redis-server")
+    if not found:
+        raise InputError("redis-server", "", "still not on PATH after apt-get install redis-server")
+    return Path(found)
 
 
 def _go_install(build: Build, log) -> None:

@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import yaml
 
 from colocate import ROOT
 from colocate.simulate import toolchain
+from colocate.toolchain import environment
 from tests.helpers import VENV_BIN, colocate
 
 DIST = ROOT / "dist"
@@ -27,21 +29,27 @@ def components():
     toolchain.ensure(log=lambda line: None)
 
 
+#: Every process a simulation of this test run starts inherits it, so survivors() counts only
+#: ours (a developer may run other simulations meanwhile).
+TAG = {"COLOCATE_TEST_RUN": f"{os.getpid()}-{time.time()}"}
+
+
 def simulate(*args: str) -> tuple[subprocess.CompletedProcess, dict]:
-    proc = colocate("simulate", *args, "--format", "json")
+    proc = colocate("simulate", *args, "--format", "json", env=TAG)
     assert proc.returncode in (0, 1), proc.stderr
     return proc, json.loads(proc.stdout)
 
 
 def survivors() -> list[str]:
-    """Processes whose working folder is a simulation's (every component runs in its folder)."""
+    """Processes a simulation of this test run started that are still alive."""
+    marker = "=".join(next(iter(TAG.items()))).encode()
     out = []
     for proc in Path("/proc").iterdir():
         try:
-            cwd = os.readlink(proc / "cwd")
+            environ = (proc / "environ").read_bytes()
         except OSError:
             continue
-        if "/colocate-simulate-" in cwd:
+        if marker in environ.split(b"\0"):
             command = (proc / "cmdline").read_bytes().replace(b"\0", b" ")[:120]
             out.append(f"{proc.name}: {command!r}")
     return out
@@ -87,7 +95,7 @@ def test_peak_places_every_online_pod_and_lists_the_preempted_training_pods(peak
     # the report names each such job, and the scenario (offline work may be preempted) still passes.
     lost = {job for job in report["tfjobs"] if any(p["victim"].startswith(job + "-") for p in report["preemptions"])}
     assert lost and set(report["failed_by_preemption"]) == lost and report["failed_jobs"] == [], report
-    text = colocate("simulate", str(DIST), "--scenario", "peak")
+    text = colocate("simulate", str(DIST), "--scenario", "peak", env=TAG)
     assert text.returncode == 0, text.stdout
     assert "Preempted:" in text.stdout and "TFJobs failed by preemption:" in text.stdout, text.stdout
 
@@ -98,7 +106,7 @@ def test_no_process_survives_a_simulation(night, peak):
 
 def test_ctrl_c_stops_every_process(tmp_path):
     proc = subprocess.Popen([str(VENV_BIN / "colocate"), "simulate", str(DIST)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**environment(), **TAG})
     for line in proc.stderr:
         if "control plane up" in line:
             break
@@ -169,7 +177,9 @@ def faults(tmp_path_factory):
                                                 "metadata": {"name": "no-crd", "namespace": "training"},
                                                 "spec": {"pytorchReplicaSpecs": {}}}
     for name, doc in added.items():
-        (dist / "apps/training" / name).write_text(yaml.safe_dump(doc))
+        # A missing CRD fails the dry run of its whole Application, so it goes where nothing else is.
+        folder = "observability" if doc["kind"] == "PyTorchJob" else "training"
+        (dist / "apps" / folder / name).write_text(yaml.safe_dump(doc))
     scenario = root / "shrunk-peak.yaml"
     scenario.write_text("description: online grows to 12 while half the GPU nodes are down\n"
                         "nodes: {online: -4, mixed: -4}\n"
@@ -219,7 +229,9 @@ def test_fault_privileged_pod_where_pod_security_forbids_it(faults):
 def test_fault_custom_resource_without_its_crd_is_rejected(faults):
     _, report = faults
     found = [r for r in report["rejected"] if r["object"] == "PyTorchJob/training/no-crd"]
-    assert found and 'no matches for kind "PyTorchJob"' in found[0]["message"], report["rejected"]
+    # Argo CD's own words, then the API server's discovery: no such kind is served.
+    assert found and found[0]["message"].startswith('PyTorchJob.kubeflow.org "" not found'), report["rejected"]
+    assert 'no matches for kind "PyTorchJob" in version "kubeflow.org/v1"' in found[0]["message"]
     assert found[0]["source"].endswith("pytorchjob.training.no-crd.yaml")
 
 
@@ -227,3 +239,23 @@ def test_fault_online_service_that_cannot_be_placed_at_peak(faults):
     _, report = faults
     online = [p for p in report["pods"] if p["tier"] == "online" and p["node"] is None]
     assert online and all("Insufficient nvidia.com/gpu" in p["reason"] for p in online), online
+
+
+def test_delete_drill_lists_the_claim_a_deletion_would_take(tmp_path):
+    """The real Argo CD controller deletes what an Application manages when its file goes; our
+    claims carry Delete=false, so the drill of the reference keeps them. Without it, the drill
+    lists the claim, stateful objects first."""
+    dist = tmp_path / "dist"
+    shutil.copytree(DIST, dist)
+    claim = dist / "apps/training/persistentvolumeclaim.training.tf-ps-mode-checkpoints.yaml"
+    doc = yaml.safe_load(claim.read_text())
+    del doc["metadata"]["annotations"]["argocd.argoproj.io/sync-options"]
+    claim.write_text(yaml.safe_dump(doc))
+    scenario = tmp_path / "drill.yaml"
+    scenario.write_text("deleteDrill: [colocate-training]\n")
+    proc, report = simulate(str(dist), "--scenario", str(scenario))
+    gone = report["drills"]["colocate-training"]
+    assert gone[0] == "PersistentVolumeClaim/training/tf-ps-mode-checkpoints", gone
+    kept = {"PersistentVolumeClaim/training/recsys-train-checkpoints", "PersistentVolumeClaim/training/tf-mnist-dist-checkpoints"}
+    assert not kept & set(gone) and "TFJob/training/tf-ps-mode" in gone, gone
+    assert survivors() == []

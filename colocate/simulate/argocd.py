@@ -1,0 +1,223 @@
+"""Argo CD in the simulation: its real application controller and repo server (v2.10.15) sync
+dist/ from a git repository made from the tree being simulated, exactly as on the cluster:
+waves, sync options, server-side apply, prune. What the cluster-side install would provide
+(CRDs, the argocd-* ConfigMaps and Secret, the default AppProject) is created here, and the
+destination https://kubernetes.default.svc is the simulated API server (docs/simulate.md)."""
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+import time
+import urllib.error
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from colocate import ROOT
+from colocate.config import Config
+from colocate.simulate.control_plane import ControlPlane, SimulationError, free_port, refusal
+
+CRDS = ROOT / "policies" / "crds" / "argoproj.io"
+#: The controller and the repo server only read these when they carry this label
+#: (argo-cd v2.10.15 common/common.go LabelKeyAppName / util/settings).
+PART_OF = {"app.kubernetes.io/part-of": "argocd"}
+SYNC_TIMEOUT = 150.0
+_GIT = ["git", "-c", "user.name=colocate-simulate", "-c", "user.email=simulate@colocate.invalid",
+        "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"]
+
+
+@dataclass(frozen=True)
+class AppState:
+    name: str
+    sync: str
+    health: str
+    #: Why it is not Synced: its conditions, or the operation's message.
+    message: str
+    #: Resources the sync failed on: ("Kind/namespace/name", the API server's message via Argo CD).
+    failed: tuple[tuple[str, str], ...]
+    #: Its source cannot be read offline (a Helm repository or an upstream git repository).
+    offline: bool
+
+
+class ArgoCD:
+    def __init__(self, cp: ControlPlane, cfg: Config, dist: Path):
+        self.cp, self.cfg, self.dist = cp, cfg, dist
+        self.namespace = cfg.gitops.argocd_namespace
+        self.repo = cp.workdir / "repo"
+        self.repo_url = f"file://{self.repo}"
+
+    # --- set-up -------------------------------------------------------------------------------
+    def start(self) -> None:
+        for crd in sorted(CRDS.glob("*.yaml")):
+            for doc in yaml.safe_load_all(crd.read_text()):
+                if doc:
+                    self.cp.apply(doc)
+        self.cp.kubectl("wait", "--for=condition=Established", "--timeout=30s",
+                        "crd/applications.argoproj.io", "crd/appprojects.argoproj.io")
+        self.cp.forget_kinds()
+        self._make_repo()
+        self._install()
+        redis_port, repo_port = free_port(), free_port()
+        self.cp.run("redis", [str(self.cp.binaries["redis-server"]), "--port", str(redis_port), "--bind", "127.0.0.1",
+                              "--save", "", "--appendonly", "no"])
+        env = {"ARGOCD_GPG_ENABLED": "false", "HOME": str(self.cp.workdir)}
+        self.cp.run("argocd-repo-server", [str(self.cp.binaries["argocd-repo-server"]), "--disable-tls",
+                                           f"--port={repo_port}", "--address=127.0.0.1",
+                                           f"--metrics-port={free_port()}", f"--redis=127.0.0.1:{redis_port}",
+                                           "--loglevel=warn"], env=env)
+        self.cp.run("argocd-application-controller", [
+            str(self.cp.binaries["argocd-application-controller"]), f"--kubeconfig={self.cp.kubeconfig}",
+            f"--namespace={self.namespace}", f"--repo-server=127.0.0.1:{repo_port}", "--repo-server-plaintext",
+            f"--redis=127.0.0.1:{redis_port}", f"--metrics-port={free_port()}", "--loglevel=warn",
+            # Resync every 10 s instead of 3 min: the simulation waits for the last wave.
+            "--app-resync=10", "--self-heal-timeout-seconds=1"], env=env)
+
+    def _make_repo(self) -> None:
+        """A commit of the simulated dist/ (uncommitted work included) whose Applications point at
+        this repository and at the simulated API server."""
+        shutil.copytree(self.dist, self.repo / "dist")
+        ours, server = self.cfg.gitops.repo_url, self.cfg.gitops.destination_server
+        for file in (self.repo / "dist").rglob("*.yaml"):
+            text = file.read_text()
+            if ours in text or server in text:
+                file.write_text(text.replace(ours, self.repo_url).replace(server, self.cp.server))
+        subprocess.run([*_GIT, "init", "-q", str(self.repo)], check=True)
+        self.commit("dist/ as simulated")
+
+    def commit(self, message: str) -> None:
+        subprocess.run([*_GIT, "-C", str(self.repo), "add", "-A"], check=True)
+        subprocess.run([*_GIT, "-C", str(self.repo), "commit", "-q", "--allow-empty", "-m", message], check=True)
+
+    def _install(self) -> None:
+        ns = self.namespace
+        self.cp.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        meta = lambda name: {"name": name, "namespace": ns, "labels": dict(PART_OF)}  # noqa: E731
+        for name in ("argocd-cm", "argocd-rbac-cm", "argocd-cmd-params-cm"):
+            self.cp.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(name), "data": {}})
+        self.cp.apply({"apiVersion": "v1", "kind": "Secret", "metadata": meta("argocd-secret"),
+                       "stringData": {"server.secretkey": "simulated"}})
+        self.cp.apply({"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+                       "metadata": {"name": self.cfg.gitops.project, "namespace": ns},
+                       "spec": {"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": "*"}],
+                                "clusterResourceWhitelist": [{"group": "*", "kind": "*"}]}})
+        cluster = {"bearerToken": self.cp.token, "tlsClientConfig": {"insecure": True}}
+        self.cp.apply({"apiVersion": "v1", "kind": "Secret",
+                       "metadata": {"name": "simulated-cluster", "namespace": ns,
+                                    "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
+                       "data": {k: base64.b64encode(v.encode()).decode() for k, v in
+                                {"name": "simulated", "server": self.cp.server, "config": json.dumps(cluster)}.items()}})
+
+    def refresh_root(self) -> None:
+        """Ask for an immediate refresh of the bootstrap Applications (a webhook would on a push)."""
+        for file in sorted((self.repo / "dist" / "bootstrap").glob("*.yaml")):
+            for doc in yaml.safe_load_all(file.read_text()):
+                if doc and doc.get("kind") == "Application":
+                    path = self.cp.path("argoproj.io/v1alpha1", "Application", self.namespace, doc["metadata"]["name"])
+                    self.cp.request("PATCH", path, {"metadata": {"annotations": {"argocd.argoproj.io/refresh": "hard"}}},
+                                    content_type="application/merge-patch+json")
+
+    def apply_bootstrap(self) -> list[str]:
+        """Apply dist/bootstrap/ (the root Application) from the repository copy; refusals."""
+        errors = []
+        for file in sorted((self.repo / "dist" / "bootstrap").glob("*.yaml")):
+            for doc in yaml.safe_load_all(file.read_text()):
+                if doc:
+                    try:
+                        self.cp.apply(doc)
+                    except urllib.error.HTTPError as exc:
+                        errors.append(f"{file.name}: {refusal(exc)}")
+        return errors
+
+    # --- state --------------------------------------------------------------------------------
+    def apps(self) -> list[AppState]:
+        out = []
+        for app in self.cp.items(f"/apis/argoproj.io/v1alpha1/namespaces/{self.namespace}/applications"):
+            status = app.get("status") or {}
+            source = app["spec"].get("source") or {}
+            offline = bool(source.get("chart")) or not source.get("repoURL", "").startswith("file://")
+            op = status.get("operationState") or {}
+            failed = tuple(("/".join(x for x in (r.get("kind"), r.get("namespace"), r.get("name")) if x), r.get("message", ""))
+                           for r in (op.get("syncResult") or {}).get("resources") or []
+                           if r.get("status") == "SyncFailed" or r.get("hookPhase") == "Failed")
+            conditions = [f"{c.get('type')}: {c.get('message')}" for c in status.get("conditions") or []]
+            message = "; ".join(conditions or ([op["message"]] if op.get("phase") in ("Failed", "Error") else []))
+            out.append(AppState(app["metadata"]["name"], (status.get("sync") or {}).get("status", "Unknown"),
+                                (status.get("health") or {}).get("status", "Unknown"), message, failed, offline))
+        return sorted(out, key=lambda a: a.name)
+
+    def wait_synced(self, expected: set[str]) -> list[AppState]:
+        """Until every expected Application exists and those that can render offline are Synced
+        (or have failed for good), and nothing changed for a few seconds; bounded."""
+        deadline = time.monotonic() + SYNC_TIMEOUT
+        last, quiet = None, time.monotonic()
+        while time.monotonic() < deadline:
+            self.cp.check_alive()
+            apps = self.apps()
+            done = {a.name for a in apps} >= expected and all(
+                a.offline or a.sync == "Synced" or a.message or a.failed for a in apps)
+            if apps != last:
+                last, quiet = apps, time.monotonic()
+            elif done and time.monotonic() - quiet >= 3:
+                return apps
+            time.sleep(0.5)
+        raise SimulationError(f"Argo CD did not finish syncing in {SYNC_TIMEOUT:.0f} s: "
+                              + "; ".join(f"{a.name} {a.sync}/{a.health} {a.message}" for a in (last or []))
+                              + f"; its logs are in {self.cp.logs}")
+
+
+#: Stateful kinds first: what a deletion loses for good.
+STATEFUL = ("Namespace", "PersistentVolumeClaim", "PersistentVolume", "CustomResourceDefinition")
+
+
+def drill(argo: "ArgoCD", app: str, kinds: list[tuple[str, str]]) -> list[str]:
+    """Remove ``app``'s file from the repository as a pull request would, let the root Application
+    prune it (its resources-finalizer deletes what it manages, in cascade), list every object of
+    ``kinds`` (apiVersion, kind) that disappeared, then put the file back and wait for the resync."""
+    before = _objects(argo.cp, kinds)
+    files = [f for f in (argo.repo / "dist").rglob("*.yaml") if f"\n  name: {app}\n" in f.read_text()
+             and "kind: Application" in f.read_text() and "/bootstrap/" not in str(f)]
+    if len(files) != 1:
+        raise SimulationError(f"delete drill: no single file for Application {app} in the repository copy")
+    kept = files[0].read_text()
+    files[0].unlink()
+    argo.commit(f"drill: remove {app}")
+    argo.refresh_root()
+    _wait(argo, lambda: app not in {a.name for a in argo.apps()}, f"Application {app} to be deleted")
+    _wait(argo, lambda: not _terminating(argo.cp), "namespaces to finish terminating")
+    gone = sorted(before - _objects(argo.cp, kinds),
+                  key=lambda o: (o.split("/")[0] not in STATEFUL, STATEFUL.index(o.split("/")[0])
+                                 if o.split("/")[0] in STATEFUL else 0, o))
+    files[0].write_text(kept)
+    argo.commit(f"drill: restore {app}")
+    argo.refresh_root()
+    _wait(argo, lambda: any(a.name == app and a.sync == "Synced" for a in argo.apps()), f"Application {app} to come back")
+    return gone
+
+
+def _objects(cp: ControlPlane, kinds: list[tuple[str, str]]) -> set[str]:
+    out = set()
+    for api_version, kind in kinds:
+        try:
+            items = cp.items(cp.path(api_version, kind))
+        except (SimulationError, urllib.error.HTTPError):
+            continue
+        for obj in items:
+            meta = obj["metadata"]
+            out.add("/".join(x for x in (kind, meta.get("namespace"), meta["name"]) if x))
+    return out
+
+
+def _terminating(cp: ControlPlane) -> bool:
+    return any(ns.get("status", {}).get("phase") == "Terminating" for ns in cp.items("/api/v1/namespaces"))
+
+
+def _wait(argo: "ArgoCD", done, what: str, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        argo.cp.check_alive()
+        if time.monotonic() > deadline:
+            raise SimulationError(f"delete drill: waited {timeout:.0f} s for {what}; logs in {argo.cp.logs}")
+        time.sleep(0.5)
