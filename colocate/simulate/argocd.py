@@ -55,9 +55,7 @@ class ArgoCD:
             for doc in yaml.safe_load_all(crd.read_text()):
                 if doc:
                     self.cp.apply(doc)
-        self.cp.kubectl("wait", "--for=condition=Established", "--timeout=30s",
-                        "crd/applications.argoproj.io", "crd/appprojects.argoproj.io")
-        self.cp.forget_kinds()
+        self.cp.wait_established(["applications.argoproj.io", "appprojects.argoproj.io"])
         self._make_repo()
         self._install()
         redis_port, repo_port = free_port(), free_port()

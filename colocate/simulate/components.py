@@ -55,9 +55,7 @@ def install_crds(cp: ControlPlane, docs: list[dict]) -> None:
             cp.apply(doc)
         except urllib.error.HTTPError as exc:
             raise SimulationError(f"CRD {doc['metadata']['name']}: {refusal(exc)}") from None
-    names = [d["metadata"]["name"] for d in docs]
-    cp.kubectl("wait", "--for=condition=Established", "--timeout=30s", *[f"crd/{n}" for n in names])
-    cp.forget_kinds()
+    cp.wait_established([d["metadata"]["name"] for d in docs])
 
 
 def install_storage_class(cp: ControlPlane, name: str) -> None:

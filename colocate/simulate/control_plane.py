@@ -181,13 +181,6 @@ class ControlPlane:
             time.sleep(0.2)
 
     # --- clients -----------------------------------------------------------------------------
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
-        result = subprocess.run([str(self.binaries["kubectl"]), f"--kubeconfig={self.kubeconfig}", *args],
-                                input=input, capture_output=True, text=True)
-        if check and result.returncode != 0:
-            raise SimulationError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
-        return result.stdout
-
     def request(self, method: str, path: str, body: dict | None = None, raw: bool = False,
                 content_type: str = "application/json"):
         """One API call as the cluster admin; the decoded JSON answer (``raw``: the bytes)."""
@@ -238,6 +231,22 @@ class ControlPlane:
         path = self.path(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
         self.request("PATCH", f"{path}?fieldManager={manager}&force=true", obj,
                      content_type="application/apply-patch+yaml")
+
+    def wait_established(self, crds: list[str], timeout: float = 30.0) -> None:
+        """Until every named CRD is Established, then re-read discovery. (``kubectl wait`` fails
+        outright on a CRD whose status has no conditions yet, which a busy machine shows.)"""
+        deadline = time.monotonic() + timeout
+        waiting = set(crds)
+        while waiting:
+            for name in sorted(waiting):
+                crd = self.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+                if any(c.get("type") == "Established" and c.get("status") == "True"
+                       for c in (crd.get("status") or {}).get("conditions") or []):
+                    waiting.discard(name)
+            if waiting and time.monotonic() > deadline:
+                raise SimulationError(f"CRDs not established after {timeout:.0f} s: {', '.join(sorted(waiting))}")
+            time.sleep(0.2 if waiting else 0)
+        self.forget_kinds()
 
     def forget_kinds(self) -> None:
         """Re-read discovery on the next path() (after CRDs are created)."""
