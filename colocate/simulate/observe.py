@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 from colocate import quantity
 from colocate.model.names import GPU
+from colocate.review.capacity import pod_resources
 from colocate.simulate.control_plane import ControlPlane
 
 #: Pods a node counts: scheduled and not finished.
@@ -110,27 +111,6 @@ class Observation:
         return self.settled and not (self.rejected or self.failed_creates or self.failing_pending or self.failed_jobs)
 
 
-def resources_of(pod: Mapping[str, Any]) -> dict[str, int]:
-    """The pod's effective requests as the scheduler counts them: the sum over containers, or the
-    largest init container if that is more (pkg/api/v1/resource PodRequests)."""
-    spec = pod["spec"]
-    total = _sum(c for c in spec.get("containers") or [])
-    for init in spec.get("initContainers") or []:
-        one = _sum([init])
-        total = {k: max(total.get(k, 0), one.get(k, 0)) for k in {*total, *one}}
-    return total
-
-
-def _sum(containers) -> dict[str, int]:
-    out = {"cpu": 0, "memory": 0, GPU: 0}
-    for c in containers:
-        requests = (c.get("resources") or {}).get("requests") or {}
-        out["cpu"] += quantity.millicores(requests.get("cpu", 0))
-        out["memory"] += quantity.to_bytes(requests.get("memory", 0))
-        out[GPU] += int(quantity.parse(requests.get(GPU, 0)))
-    return out
-
-
 def tier_of(pod: Mapping[str, Any], tiers: Mapping[str, str]) -> str:
     """The colocate tier of a pod by its PriorityClass (``online-high`` -> online), else the class."""
     name = pod["spec"].get("priorityClassName") or "none"
@@ -161,8 +141,10 @@ def observe(cp: ControlPlane, obs: Observation, tiers: Mapping[str, str], pools:
             continue
         counts[node] = counts.get(node, 0) + 1
         tier = use.setdefault(node, {}).setdefault(tier_of(pod, tiers), {"cpu": 0, "memory": 0, GPU: 0})
-        for key, value in resources_of(pod).items():
-            tier[key] += value
+        requests = pod_resources(pod["spec"])
+        tier["cpu"] += requests.cpu_milli
+        tier["memory"] += requests.memory_bytes
+        tier[GPU] += requests.gpus
     obs.nodes = [NodeUse(node=n["metadata"]["name"], pool=pools.get(n["metadata"]["name"], "-"),
                          allocatable=_allocatable(n), requested=use.get(n["metadata"]["name"], {}),
                          pods=counts.get(n["metadata"]["name"], 0))
