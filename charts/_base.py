@@ -30,6 +30,8 @@ class AppSpec:
     destination_namespace: str | None = None
     #: Cascade deletion of the Application to its objects. Default True.
     cascade_delete: bool = True
+    #: ``spec.ignoreDifferences``: fields another controller owns on the cluster. Default: none.
+    ignore_differences: Sequence[Mapping[str, Any]] = ()
 
 
 
@@ -46,6 +48,8 @@ class ColocateChart(Chart):
     sync_wave: int = 0
     #: ``syncPolicy.syncOptions`` of this chart's Application.
     sync_options: Sequence[str] = ("PruneLast=true",)
+    #: ``spec.ignoreDifferences`` of this chart's Application.
+    ignore_differences: Sequence[Mapping[str, Any]] = ()
 
     def __init__(self, scope: Construct, id: str, *, folder: str, labels: bool = True):
         super().__init__(
@@ -79,4 +83,4 @@ class ColocateChart(Chart):
         install upstream software (a Helm chart, a kustomize overlay) add rows for it."""
         g = config.gitops
         return [AppSpec(self.node.id, self.app_name, git_directory(g.repo_url, g.target_revision, f"dist/{self.folder}"),
-                        self.sync_wave, tuple(self.sync_options))]
+                        self.sync_wave, tuple(self.sync_options), ignore_differences=tuple(self.ignore_differences))]

@@ -22,6 +22,7 @@ def application(scope: Construct, config: Config, spec: AppSpec) -> ArgoApplicat
         name=spec.name, namespace=g.argocd_namespace, project=g.project, source=spec.source,
         destination_server=g.destination_server, destination_namespace=spec.destination_namespace,
         sync_wave=spec.wave, sync_options=tuple(spec.sync_options), cascade_delete=spec.cascade_delete,
+        ignore_differences=tuple(spec.ignore_differences),
     ))
 
 

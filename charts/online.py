@@ -14,6 +14,12 @@ class OnlineChart(ColocateChart):
     """Every online service at the online tier, on the online pool first, then the mixed pool."""
 
     sync_wave = 10
+    # Online services grow at peak (an autoscaler or an operator scales them). With selfHeal, Argo
+    # CD would put replicas back to git's figure at once: `colocate simulate --scenario peak` showed
+    # it with the real controller. So replicas are the cluster's, and a sync keeps them
+    # (argo-cd v2.10.15 docs/user-guide/sync-options.md "Respect ignore difference configs").
+    sync_options = ("PruneLast=true", "RespectIgnoreDifferences=true")
+    ignore_differences = ({"group": "apps", "kind": "Deployment", "jsonPointers": ["/spec/replicas"]},)
 
     def __init__(self, scope: Construct, cluster: Cluster, config: Config, pools: dict[str, NodePool]):
         super().__init__(scope, "online", folder="apps/online")

@@ -66,6 +66,10 @@ class ApplicationProps:
     sources: Sequence[Mapping[str, Any]] = ()
     #: Extra labels. Default: none.
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: ``spec.ignoreDifferences``: fields another controller owns (an autoscaler's replicas), which
+    #: self-heal must not revert; pair with the RespectIgnoreDifferences=true sync option.
+    #: Default: none.
+    ignore_differences: Sequence[Mapping[str, Any]] = ()
 
 
 class ArgoApplication(Construct):
@@ -88,6 +92,8 @@ class ArgoApplication(Construct):
         }
         if p.destination_namespace:
             spec["destination"]["namespace"] = p.destination_namespace
+        if p.ignore_differences:
+            spec["ignoreDifferences"] = [dict(d) for d in p.ignore_differences]
         if p.sync_options:
             spec["syncPolicy"]["syncOptions"] = list(p.sync_options)
         if p.source is not None:
