@@ -64,6 +64,9 @@ def _sections(obs: Observation) -> list[tuple[str, list[str]]]:
         ("Delete drill (what deleting each Application deletes, stateful first)",
          [f"{app}: {len(gone)} objects: {', '.join(gone) or 'nothing'}" for app, gone in obs.drills.items()]),
         ("TFJobs failed by preemption", [f"{name}: {PREEMPTION_FAILS_JOBS}" for name in obs.failed_by_preemption]),
+        ("Argo CD Applications", [f"{a.name}: " + ("not rendered offline" if a.offline else f"{a.sync}, {a.health}")
+                                  + (f" ({a.message})" if a.message and not a.offline else "")
+                                  for a in obs.applications]),
         ("Not rendered offline (represented)", [f"{app}: {what}" for app, what in sorted(obs.stand_ins.items())]),
         ("Pods", [f"{len(placed)} placed, {len(obs.pending)} Pending, of {len(obs.pods)}"]),
         ("Notes", obs.notes),

@@ -74,6 +74,9 @@ class Observation:
     tfjob_messages: dict[str, str] = field(default_factory=dict)
     #: Applications Argo CD could not render offline and what stands in for them.
     stand_ins: dict[str, str] = field(default_factory=dict)
+    #: Every Argo CD Application after the first sync (argocd.AppState: name, sync, health, message,
+    #: the resources it failed on, whether its source cannot render offline).
+    applications: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     #: Delete drill: per child Application, every object Argo CD deleted with it, stateful first.
     drills: dict[str, list[str]] = field(default_factory=dict)

@@ -56,6 +56,7 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
         log(f"simulate: Argo CD synced {sum(a.sync == 'Synced' for a in apps)} of {len(apps)} Applications "
             f"({time.monotonic() - started:.1f} s)")
         _sync_results(cp, apps, docs, obs)
+        obs.applications = apps
         obs.stand_ins = stand_ins.deploy(cp, docs, obs, {a.name: a.message for a in apps if a.offline})
         obs.settled = _settle(cp)
         log(f"simulate: cluster settled ({time.monotonic() - started:.1f} s)")
