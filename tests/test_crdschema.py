@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -350,8 +351,13 @@ def test_prepare_core_schemas_makes_local_refs_and_is_idempotent(tmp_path):
     root = prepare_core_schemas(tmp_path, K8S_VERSION)
     folder = root / f"v{K8S_VERSION}-local-strict"
     dep = (folder / "deployment-apps-v1.json").read_text()
-    assert '"$id"' not in dep and "/api/_definitions.json" not in dep
-    assert '"_definitions.json#/$defs/io.k8s.api.apps.v1.DeploymentSpec"' in dep
+    assert '"$id"' not in dep and "_definitions.json" not in dep
+    doc = json.loads(dep)
+    assert doc["properties"]["spec"]["$ref"] == "#/$defs/io.k8s.api.apps.v1.DeploymentSpec"
+    # self-contained: every definition it reaches, and only those, is its own
+    refs = set(re.findall(r'"#/\$defs/([^"]+)"', dep))
+    assert "io.k8s.api.core.v1.PodSpec" in refs and refs == set(doc["$defs"])
+    assert "io.k8s.api.batch.v1.JobSpec" not in doc["$defs"]
     assert (folder / "_definitions.json").is_file()
     before = (folder / "deployment-apps-v1.json").stat().st_mtime_ns
     assert prepare_core_schemas(tmp_path, K8S_VERSION) == root

@@ -429,6 +429,35 @@ def kubernetes_validate_dir() -> Path:
     return Path(kubernetes_validate.__file__).resolve().parent / "kubernetes-json-schema"
 
 
+_SHARED_REF = "/api/_definitions.json#/$defs/"
+_LOCAL_REF = "#/$defs/"
+
+
+def _self_contained(doc: dict[str, Any], definitions: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with the definitions it reaches (transitively) under its own ``$defs``."""
+    needed: dict[str, Any] = {}
+
+    def local(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {key: local(value) for key, value in node.items()}
+            ref = out.get("$ref")
+            if isinstance(ref, str) and ref.startswith((_SHARED_REF, _LOCAL_REF)):
+                name = ref.split("/$defs/", 1)[1]
+                out["$ref"] = _LOCAL_REF + name
+                if name not in needed:
+                    needed[name] = None  # placeholder first: definitions refer to themselves
+                    needed[name] = local(definitions[name])
+            return out
+        if isinstance(node, list):
+            return [local(item) for item in node]
+        return node
+
+    out = local(doc)
+    if needed:
+        out["$defs"] = needed
+    return out
+
+
 def prepare_core_schemas(
     dest_root: str | os.PathLike[str],
     k8s_version: str,
@@ -443,7 +472,12 @@ def prepare_core_schemas(
     to ``/api/_definitions.json#/$defs/...``, which resolves to
     ``https://kubernetes.io/api/_definitions.json``. kubeconform then tries to fetch that URL,
     fails (offline, or 404 online), and reports only ``could not find schema for Deployment``.
-    The copy drops ``$id`` and rewrites those references to the sibling ``_definitions.json``.
+    The copy drops ``$id`` and makes each kind's file self-contained: the definitions it reaches
+    are copied under its own ``$defs`` and its references point there. kubeconform v0.7.0 builds
+    a fresh compiler per kind (pkg/validator/validator.go ``downloadSchema``), so a reference to
+    the shared 0.9 MB ``_definitions.json`` made it parse and compile that file once per kind:
+    about 0.2 s of CPU each, a third of its time on a 10,000-object mix. Validation is unchanged:
+    the same definitions, only found locally. ``_definitions.json`` is still copied as it is.
 
     Output: ``<dest_root>/v<k8s_version>-local[-strict]/*.json``; use it with
     ``CORE_SCHEMA_LOCATION.format(root=...)`` and ``-kubernetes-version <k8s_version>``.
@@ -456,7 +490,7 @@ def prepare_core_schemas(
     if not src.is_dir():
         raise FileNotFoundError(f"kubernetes-validate has no schemas for {sub} ({src})")
     files = sorted(src.glob("*.json"))
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(b"self-contained kinds\n")  # the copy's format: a new one redoes old caches
     for f in files:
         st = f.stat()
         digest.update(f"{f.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
@@ -471,11 +505,13 @@ def prepare_core_schemas(
     dest_root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{sub}.", dir=dest_root))
     try:
+        definitions = json.loads((src / "_definitions.json").read_text(encoding="utf-8"))["$defs"]
         for f in files:
             doc = json.loads(f.read_text(encoding="utf-8"))
             doc.pop("$id", None)
+            if f.name != "_definitions.json":
+                doc = _self_contained(doc, definitions)
             text = json.dumps(doc, separators=(",", ":"), sort_keys=True)
-            text = text.replace('"/api/_definitions.json#', '"_definitions.json#')
             (tmp / f.name).write_text(text + "\n", encoding="utf-8")
         (tmp / ".source-sha256").write_text(stamp_value + "\n")
         old = None
