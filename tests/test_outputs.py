@@ -125,6 +125,22 @@ def test_field_lines_of_list_items_and_json(tmp_path):
     assert manifests.field_lines(as_json, [(1, "spec.x")]) == [4]
 
 
+def test_field_lines_compose_only_the_documents_asked_for(tmp_path):
+    # Only the third and fifth documents are composed again; the second would not compose at
+    # all, and the lines stay the file's. "---" inside a quoted scalar is not at column 0.
+    path = tmp_path / "many.yaml"
+    path.write_text("kind: A\nspec: {x: 1}\n---\nkind: B\nspec: [unclosed\n--- # c\nkind: C\n"
+                    "data:\n  s: 'a\n    --- b'\nspec:\n  x: 3\n---\n---\nkind: E\n\nspec:\n  x: 5\n")
+    assert manifests.field_lines(path, [(7, "spec.x"), (15, "spec.x"), (7, "data.s")]) == [12, 18, 9]
+
+
+def test_field_lines_fall_back_to_the_whole_file(tmp_path):
+    # A directive belongs to the document after it: composed alone, that document has none.
+    path = tmp_path / "directive.yaml"
+    path.write_text("%YAML 1.1\n---\nkind: A\nspec:\n  x: 1\n---\nkind: B\nspec:\n  x: 2\n")
+    assert manifests.field_lines(path, [(3, "spec.x"), (7, "spec.x")]) == [5, 9]
+
+
 def test_the_sarif_schema_is_upstreams_file():
     # oasis-tcs/sarif-spec sarif-2.1/schema/sarif-schema-2.1.0.json at e0583813 (SOURCE.md).
     digest = hashlib.sha256(SCHEMA_FILE.read_bytes()).hexdigest()
