@@ -3,6 +3,7 @@ dashboard constructs, the mixin and the checker (no cdk8s, no SDK import)."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Iterator, Mapping
 
 # Grafana's variable syntaxes: $var, ${var}, ${var:format}, [[var]], [[var:format]].
@@ -15,6 +16,7 @@ VARIABLE_MARK = "__grafana_var_"
 _SAMPLE_DURATION = "5m"
 
 
+@lru_cache(maxsize=8192)  # the same panels recur across dashboards and copies of them
 def substitute_variables(expr: str) -> str:
     """Replace Grafana variables with values that keep the query valid PromQL.
 

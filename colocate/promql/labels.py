@@ -113,6 +113,8 @@ def recorded_metrics(docs: list[Doc]) -> dict[str, Metric]:
     """
     rules = [(rule["record"], str(rule.get("expr", "")), tuple((rule.get("labels") or {})))
              for doc in docs if is_rule_object(doc) for _, rule in rule_entries(doc) if rule.get("record")]
+    # Copies of a rule are judged once; the last definition of a name still decides its labels.
+    rules = list(dict.fromkeys(reversed(rules)))[::-1]
     known: dict[str, Metric] = dict(catalog().metrics)
     recorded = {name: Metric(name, "recording rule", None) for name, _, _ in rules}
     for _ in range(2):
