@@ -65,10 +65,10 @@ def entry(row: dict, source: str, tag: str) -> dict:
     return out
 
 
-def insert(new: dict[str, dict]) -> None:
-    """Insert catalog entries under ``metrics:`` in sorted position, as text (comments stay)."""
+def insert(new: dict[str, dict], section: str = "metrics") -> None:
+    """Insert catalog entries under ``section:`` in sorted position, as text (comments stay)."""
     lines = CATALOG.read_text().split("\n")
-    start = lines.index("metrics:") + 1
+    start = lines.index(f"{section}:") + 1
     for name in sorted(new, reverse=True):
         i = start
         while i < len(lines) and lines[i].startswith("  "):

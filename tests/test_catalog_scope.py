@@ -54,6 +54,13 @@ def test_names_the_pinned_exporters_expose_pass(tmp_path, expr):
     'increase(prometheus_rule_evaluation_failures_total[5m]) > 0',
     'prometheus_notifications_queue_length / prometheus_notifications_queue_capacity > 0.95',
     'increase(prometheus_tsdb_compactions_failed_total[3h]) > 0',
+    # CoreDNS v1.10.1 and kube-proxy v1.28.15 (read at their tags), Grafana (stored revisions)
+    'sum by (rcode) (rate(coredns_dns_responses_total{job="coredns", rcode="SERVFAIL"}[5m])) / sum(rate(coredns_dns_requests_total{job="coredns"}[5m])) > 0.01',
+    'histogram_quantile(0.99, sum by (le, server, zone) (rate(coredns_dns_request_duration_seconds_bucket{job="coredns"}[5m]))) > 0.5',
+    'sum by (to) (rate(coredns_forward_healthcheck_failures_total{job="coredns"}[5m])) > 0',
+    'histogram_quantile(0.99, sum by (le, instance) (rate(kubeproxy_sync_proxy_rules_duration_seconds_bucket{job="kube-proxy"}[5m]))) > 1',
+    'sum by (table) (kubeproxy_sync_proxy_rules_iptables_total{job="kube-proxy"}) > 20000',
+    'sum by (handler) (rate(grafana_http_request_duration_seconds_count{status_code=~"5.."}[5m])) > 0',
 ])
 def test_families_of_the_components_the_stack_scrapes_pass(tmp_path, expr):
     assert _rule(tmp_path, expr) == []
@@ -74,6 +81,9 @@ def test_families_of_the_components_the_stack_scrapes_pass(tmp_path, expr):
      "registers it only with serverTLSBootstrap: true"),
     ('kube_state_metrics_list_total{job="kube-state-metrics", result="error"} > 0',
      "does not scrape: the kube-state-metrics chart's selfMonitor.enabled is false"),
+    ('sum(rate(coredns_dns_request_count_total{job="coredns"}[5m])) > 1000',
+     "coredns_dns_requests_total"),
+    ('coredns_cache_size{job="coredns"} > 10000', "coredns_cache_entries"),
 ])
 def test_true_findings_stay_and_say_why(tmp_path, expr, words):
     (finding,) = _rule(tmp_path, expr)
