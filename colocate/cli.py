@@ -140,11 +140,10 @@ def _offline(args: argparse.Namespace) -> int:
 
     if not args.namespace:
         args.namespace = reference(config_mod.load(Path(args.config)) if args.config else config_mod.load()).training_namespace
-    kubectl = offline.Kubectl(args.kubectl, args.namespace)
-    changes = offline.plan(kubectl.tfjobs(), args.action)
+    from colocate.kube import TFJobs, api_client
+
+    changes = offline.run(TFJobs(api_client(args.kubeconfig)), args.namespace, args.action, args.dry_run)
     for change in changes:
-        if not args.dry_run:
-            kubectl.apply(change)
         print(f"{'would ' if args.dry_run else ''}{change.action} tfjob {args.namespace}/{change.name} ({change.reason})")
     print(f"colocate: {len(changes)} TFJob(s) {'to ' + args.action if args.dry_run else args.action + 'd'} in "
           f"{args.namespace}", file=sys.stderr)
@@ -247,11 +246,12 @@ def parser() -> argparse.ArgumentParser:
     o.set_defaults(func=_report)
     f = command("offline", help="pause or resume the batch load (suspend running TFJobs)",
                        description="pause: suspend every unfinished TFJob (training-operator deletes its pods and "
-                                   "keeps the job); resume: un-suspend the TFJobs that pause suspended. Uses kubectl "
-                                   "and its current context. Runbook: docs/runbook-latency.md.")
+                                   "keeps the job); resume: un-suspend the TFJobs that pause suspended. Reaches the "
+                                   "cluster through --kubeconfig, $KUBECONFIG or ~/.kube/config (current context), "
+                                   "else the pod's service account (the CronJobs synth emits). Runbook: docs/runbook-latency.md.")
     f.add_argument("action", choices=("pause", "resume"))
     f.add_argument("--namespace", help="namespace of the TFJobs (default: the cluster's training namespace)")
-    f.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: kubectl on PATH)")
+    f.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
     f.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
     f.set_defaults(func=_offline)
     m = command("simulate", help="sync dist/ into the real Kubernetes components on loopback and report placement",

@@ -9,14 +9,13 @@ on purpose. Argo CD leaves both live edits alone: git sets neither field, and it
 only reverts fields that git or the last applied manifest set (docs/runbook-latency.md)."""
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from colocate.errors import ColocateError
-from colocate.model.names import PAUSED_BY_ANNOTATION, TFJOB_GROUP, TFJOB_PLURAL
+from colocate.model.names import PAUSED_BY_ANNOTATION
+
+if TYPE_CHECKING:
+    from colocate.kube import TFJobs
 
 PAUSED_BY = "colocate-offline-pause"
 _FINISHED = ("Succeeded", "Failed")
@@ -39,7 +38,7 @@ def _suspended(job: dict[str, Any]) -> bool:
 
 
 def plan(jobs: Iterable[dict[str, Any]], action: str) -> list[Change]:
-    """What pause or resume does to each TFJob, from their live state (``kubectl get -o json`` items)."""
+    """What pause or resume does to each TFJob, from their live state (the API server's list items)."""
     out = []
     for job in sorted(jobs, key=lambda j: j["metadata"]["name"]):
         name = job["metadata"]["name"]
@@ -58,30 +57,11 @@ def patch(change: Change) -> dict[str, Any]:
             "spec": {"runPolicy": {"suspend": pause}}}
 
 
-class Kubectl:
-    """The user's kubectl and kubeconfig; every failure is a ColocateError with kubectl's own words."""
-
-    def __init__(self, binary: str, namespace: str):
-        path = shutil.which(binary)
-        if not path:
-            raise ColocateError(f"kubectl not found ({binary!r}): install it (https://kubernetes.io/docs/tasks/tools/) "
-                                "or pass --kubectl /path/to/kubectl")
-        self.binary, self.namespace = path, namespace
-
-    def _run(self, *args: str) -> str:
-        proc = subprocess.run([self.binary, "--namespace", self.namespace, *args], capture_output=True, text=True,
-                              timeout=120)
-        if proc.returncode != 0:
-            detail = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
-            raise ColocateError(f"kubectl {' '.join(args[:2])} in namespace {self.namespace} failed: {detail}")
-        return proc.stdout
-
-    def tfjobs(self) -> list[dict[str, Any]]:
-        try:
-            return json.loads(self._run("get", f"{TFJOB_PLURAL}.{TFJOB_GROUP}", "--output", "json"))["items"]
-        except (ValueError, KeyError):
-            raise ColocateError("kubectl get tfjobs did not return a JSON list") from None
-
-    def apply(self, change: Change) -> None:
-        self._run("patch", f"{TFJOB_PLURAL}.{TFJOB_GROUP}", change.name, "--type", "merge",
-                  "--patch", json.dumps(patch(change)))
+def run(jobs: "TFJobs", namespace: str, action: str, dry_run: bool = False) -> list[Change]:
+    """Plan ``action`` on the live TFJobs of ``namespace`` and send each patch (unless ``dry_run``).
+    The CronJobs, the CLI and ``colocate simulate`` all come through here."""
+    changes = plan(jobs.list(namespace), action)
+    if not dry_run:
+        for change in changes:
+            jobs.merge_patch(namespace, change.name, patch(change))
+    return changes

@@ -56,6 +56,6 @@ def test_the_reference_tfjobs_do_not_set_suspend_so_argo_cd_leaves_a_pause_alone
         assert "suspend" not in yaml.safe_load(path.read_text())["spec"]["runPolicy"], path
 
 
-def test_a_missing_kubectl_is_a_clear_error():
-    proc = colocate("offline", "pause", "--kubectl", "/nonexistent/kubectl")
-    assert proc.returncode == 2 and "kubectl not found" in proc.stderr and "Traceback" not in proc.stderr
+def test_a_missing_kubeconfig_is_a_clear_error(tmp_path):
+    proc = colocate("offline", "pause", "--kubeconfig", str(tmp_path / "nonexistent"))
+    assert proc.returncode == 2 and "nonexistent" in proc.stderr and "Traceback" not in proc.stderr

@@ -125,3 +125,23 @@ def sync_options(metadata: dict | None) -> frozenset[str]:
     as gitops-engine reads them (pkg/sync/resource/annotations.go, GetAnnotationCSVs)."""
     value = ((metadata or {}).get("annotations") or {}).get(SYNC_OPTIONS)
     return frozenset(item.strip() for item in str(value or "").split(",") if item.strip())
+
+# --- Resubmission of disrupted TFJobs (colocate/resubmit/, docs/resubmission.md) ----------------
+#: The pod condition a 1.26+ control plane adds before it deletes a pod it disrupts, and the
+#: reasons that mean "not the job's fault" (k8s.io/api/core/v1 types.go, DisruptionTarget).
+DISRUPTION_CONDITION = "DisruptionTarget"
+DISRUPTION_REASONS = ("PreemptionByScheduler", "EvictionByEvictionAPI", "DeletionByTaintManager",
+                      "TerminationByKubelet")
+#: On a TFJob: how many times the resubmitter re-created it (a whole number, kept across re-creation).
+RESUBMISSIONS_ANNOTATION = "colocate.io/resubmissions"
+#: On a TFJob: the disruption evidence, recorded while the disrupted pod still exists
+#: (JSON: reason, pod, uid of the TFJob incarnation, time).
+DISRUPTION_ANNOTATION = "colocate.io/disruption"
+#: On a TFJob: its own cap on resubmissions (overrides the controller's --max-resubmissions).
+MAX_RESUBMISSIONS_ANNOTATION = "colocate.io/max-resubmissions"
+#: Events the resubmitter records on a TFJob.
+RESUBMITTED_REASON, GAVE_UP_REASON = "Resubmitted", "ResubmissionGivenUp"
+#: Its metrics (prometheus_client appends _total to counters).
+RESUBMISSIONS_METRIC = "colocate_tfjob_resubmissions_total"      # counter {namespace, reason}
+GIVEN_UP_METRIC = "colocate_tfjob_given_up"                      # gauge {namespace, tfjob}: 1 while given up
+RESUBMITTER = "colocate-resubmitter"

@@ -1,0 +1,100 @@
+"""The one way colocate's in-cluster commands (``offline pause|resume``, ``resubmitter``) reach the
+API server: the official Kubernetes Python client, configured from ``--kubeconfig``, $KUBECONFIG
+or ~/.kube/config, else from the pod's service account (in-cluster). Every refusal becomes a
+ColocateError with the API server's own message."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from colocate.errors import ColocateError
+from colocate.model.names import TFJOB_GROUP, TFJOB_PLURAL, TFJOB_VERSION
+
+
+def api_client(kubeconfig: str | None = None):
+    """A kubernetes.client.ApiClient for the kubeconfig (explicit, $KUBECONFIG, ~/.kube/config,
+    in that order), else the in-cluster service account."""
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
+    path = kubeconfig or os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+    if kubeconfig or Path(path).is_file():
+        try:
+            return config.new_client_from_config(config_file=path)
+        except (ConfigException, OSError, ValueError) as exc:
+            raise ColocateError(f"kubeconfig {path}: {exc}") from None
+    try:
+        configuration = client.Configuration()
+        config.load_incluster_config(client_configuration=configuration)
+    except ConfigException:
+        raise ColocateError("no kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config) and not running in a "
+                            "pod: pass --kubeconfig PATH") from None
+    return client.ApiClient(configuration)
+
+
+def refusal(exc: Exception) -> str:
+    """The API server's message in an ApiException (its Status), else the exception's text."""
+    body = getattr(exc, "body", None)
+    if body:
+        try:
+            return json.loads(body).get("message") or str(exc)
+        except (ValueError, TypeError):
+            pass
+    reason = getattr(exc, "reason", None)
+    return f"{getattr(exc, 'status', '')} {reason}".strip() if reason else str(exc)
+
+
+def status(exc: Exception) -> int | None:
+    """The HTTP status of an ApiException, None for anything else."""
+    return getattr(exc, "status", None)
+
+
+class TFJobs:
+    """TFJobs (kubeflow.org/v1) through the custom objects API."""
+
+    def __init__(self, api):
+        from kubernetes import client
+
+        self.api = client.CustomObjectsApi(api)
+
+    def _call(self, what: str, fn, *args, **kwargs) -> Any:
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        try:
+            return fn(TFJOB_GROUP, TFJOB_VERSION, *args, **kwargs)
+        except ApiException as exc:
+            raise ColocateError(f"{what}: {refusal(exc)}") from exc
+        except (HTTPError, OSError) as exc:
+            raise ColocateError(f"{what}: the API server did not answer ({exc})") from None
+
+    def list(self, namespace: str) -> list[dict[str, Any]]:
+        answer = self._call(f"list tfjobs in {namespace}", self.api.list_namespaced_custom_object, namespace, TFJOB_PLURAL)
+        items = answer.get("items") if isinstance(answer, dict) else None
+        if not isinstance(items, list):
+            raise ColocateError(f"list tfjobs in {namespace}: the API server did not return a list of items")
+        return [i for i in items if isinstance(i, dict)]
+
+    def get(self, namespace: str, name: str) -> dict[str, Any]:
+        return self._call(f"get tfjob {namespace}/{name}", self.api.get_namespaced_custom_object,
+                          namespace, TFJOB_PLURAL, name)
+
+    def merge_patch(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        # The client picks a JSON merge patch for a dict body on custom objects (kubernetes 28.1.0,
+        # custom_objects_api.py patch_namespaced_custom_object: merge-patch+json first in its list).
+        return self._call(f"patch tfjob {namespace}/{name}", self.api.patch_namespaced_custom_object,
+                          namespace, TFJOB_PLURAL, name, patch)
+
+    def create(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._call(f"create tfjob {namespace}/{body['metadata']['name']}",
+                          self.api.create_namespaced_custom_object, namespace, TFJOB_PLURAL, body)
+
+    def delete(self, namespace: str, name: str, uid: str, propagation: str = "Foreground") -> None:
+        """Delete exactly the incarnation ``uid`` (a precondition), dependents first by default."""
+        from kubernetes import client
+
+        self._call(f"delete tfjob {namespace}/{name}", self.api.delete_namespaced_custom_object, namespace,
+                   TFJOB_PLURAL, name, body=client.V1DeleteOptions(
+                       propagation_policy=propagation, preconditions=client.V1Preconditions(uid=uid)))
