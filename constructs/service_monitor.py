@@ -34,6 +34,11 @@ class ServiceMonitorProps:
     #: ``gauge``, ``summary``), declared in the ``colocate.io/metrics`` annotation so the
     #: checker accepts queries on them. Default: none.
     metrics: Mapping[str, str] = field(default_factory=dict)
+    #: Keep the scraped series' own labels where they clash with the target's (``namespace``,
+    #: ``pod``...); without it Prometheus renames the series' label to ``exported_<name>``
+    #: (prometheus/prometheus v2.48.1 scrape/scrape.go mutateSampleLabels). For an exporter whose
+    #: ``namespace`` label names the object it reports on, not itself. Default False.
+    honor_labels: bool = False
     #: Sync options; the CRD comes from another Application, so by default the dry run skips
     #: a missing CRD. Default ``SkipDryRunOnMissingResource=true``.
     sync_options: tuple[str, ...] = field(default=("SkipDryRunOnMissingResource=true",))
@@ -70,6 +75,7 @@ class ServiceMonitor(Construct):
             "spec": {
                 "selector": {"matchLabels": dict(props.service_labels)},
                 "namespaceSelector": {"matchNames": [props.namespace]},
-                "endpoints": [{"port": props.port, "path": props.path, "interval": props.interval}],
+                "endpoints": [{"port": props.port, "path": props.path, "interval": props.interval,
+                               **({"honorLabels": True} if props.honor_labels else {})}],
             },
         })

@@ -24,6 +24,14 @@ def test_a_service_monitor_scrapes_one_named_port_in_its_own_namespace():
                            "endpoints": [{"port": "monitoring-port", "path": "/metrics", "interval": "30s"}]}
 
 
+def test_honor_labels_keeps_the_series_own_namespace_label():
+    chart = cdk8s.Testing.chart()
+    ServiceMonitor(chart, "sm", _props(honor_labels=True))
+    [obj] = cdk8s.Testing.synth(chart)
+    assert obj["spec"]["endpoints"] == [{"port": "monitoring-port", "path": "/metrics", "interval": "30s",
+                                         "honorLabels": True}]
+
+
 @pytest.mark.parametrize("prop, message", [
     ("service_labels", "it would scrape every Service in the namespace"),
     ("monitor_labels", "Prometheus would not select the ServiceMonitor"),
