@@ -16,6 +16,7 @@ from colocate.charts.observability import ObservabilityChart
 from colocate.charts.online import OnlineChart
 from colocate.charts.platform import PlatformChart
 from colocate.charts.training import TrainingChart
+from colocate.charts.training_control import TrainingControlChart
 from colocate.charts.training_operator import TrainingOperatorChart
 
 DIST = ROOT / "dist"
@@ -44,6 +45,7 @@ def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster 
         OnlineChart(app, cluster, config, pools),
         TrainingOperatorChart(app, cluster),
         TrainingChart(app, cluster, config, pools, jobs),
+        TrainingControlChart(app, cluster, config, pools),
         observability := ObservabilityChart(app, cluster),
         MonitoringChart(app, cluster, config, pools, dcgm_used_fields=observability.mixin.dcgm_fields()),
     ]

@@ -5,6 +5,7 @@ import difflib
 import ipaddress
 import json
 import re
+import zoneinfo
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -15,6 +16,9 @@ import yaml
 from colocate.errors import InputError
 from colocate.model.scheduling import ImageRef
 from colocate.resources import CONFIG_NAME, data_path, display, repository
+
+#: colocate's own image, built from the Dockerfile at the repository root.
+COLOCATE_IMAGE_NAME = "colocate"
 
 _SCHEMA = json.loads(data_path("colocate", "schemas", "config.schema.json").read_text())
 
@@ -62,6 +66,29 @@ class Simulation:
 
 
 @dataclass(frozen=True)
+class Schedule:
+    """The planned day: training is paused before the day peak and resumed after it."""
+
+    #: IANA time zone of the times below (a CronJob's ``spec.timeZone``).
+    time_zone: str
+    #: When the day peak starts and ends, minutes after local midnight. End before start: the
+    #: peak runs over midnight.
+    peak_start: int
+    peak_end: int
+    #: Minutes before ``peak_start`` that pause runs, so pods have saved and left by the peak.
+    pause_lead_minutes: int = 10
+
+    @property
+    def pause_at(self) -> int:
+        """Minutes after local midnight at which pause runs."""
+        return (self.peak_start - self.pause_lead_minutes) % (24 * 60)
+
+    @property
+    def resume_at(self) -> int:
+        return self.peak_end
+
+
+@dataclass(frozen=True)
 class Config:
     release: str
     kubernetes_version: str
@@ -86,6 +113,16 @@ class Config:
     registry_proxy_projects: Mapping[str, str] = field(default_factory=dict)
     #: None: colocate.yaml has no ``simulation`` section, so ``colocate simulate`` cannot run.
     simulation: Simulation | None = None
+    #: Harbor project colocate's own image is pushed to.
+    image_project: str = "platform"
+    #: None: colocate.yaml has no ``schedule`` section, so synth emits no pause/resume CronJobs.
+    schedule: Schedule | None = None
+
+    @property
+    def colocate_image(self) -> str:
+        """colocate's own image (the Dockerfile at the repository root), tagged with the release:
+        ``<registry host>/<image project>/colocate:<release>``."""
+        return f"{self.registry_host}/{self.image_project}/{COLOCATE_IMAGE_NAME}:{self.release}"
 
     def proxy_project(self, registry: str, image: str) -> str:
         """The Harbor proxy-cache project that serves ``registry``; bad input when there is none."""
@@ -226,6 +263,62 @@ def _alertmanager_secret(data: dict) -> AlertmanagerSecret:
     return AlertmanagerSecret(name=data["name"], **{field: data[key] for key, field in keys.items() if key in data})
 
 
+def _minutes(value: object) -> int:
+    """``HH:MM`` (already matched by the schema) as minutes after midnight."""
+    hours, _, minutes = str(value).partition(":")
+    return int(hours) * 60 + int(minutes)
+
+
+def _unquoted_times(data: dict, file: str) -> None:
+    """YAML 1.1 (PyYAML) reads an unquoted 22:00 as the base-60 number 1320: say so, instead of
+    the schema's "is not of type 'string'"."""
+    peak = ((data.get("schedule") or {}) if isinstance(data.get("schedule"), dict) else {}).get("dayPeak")
+    for key in ("start", "end"):
+        value = peak.get(key) if isinstance(peak, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            hours, minutes = divmod(value, 60)
+            raise InputError(file, f"$.schedule.dayPeak.{key}", f"{value} is a number: YAML reads an unquoted "
+                             f"{hours}:{minutes:02d} as {value} (base 60); quote the time: '{hours:02d}:{minutes:02d}'")
+
+
+def _time_zone(file: str, name: str) -> str:
+    """An IANA time zone the CronJob controller can load: kubernetes v1.28.15
+    pkg/apis/batch/validation/validation.go validateTimeZone refuses ``Local`` and any name Go's
+    time.LoadLocation cannot load; Python's tz database stands in for Go's here."""
+    if name.lower() == "local" or name not in _zones():
+        close = difflib.get_close_matches(name, sorted(_zones()), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        why = "is the node's zone, which a CronJob may not use" if name.lower() == "local" else \
+            "is not an IANA time zone"
+        raise InputError(file, "$.schedule.timeZone", f"{name!r} {why}{hint}; write a zone such as Europe/Berlin "
+                         "or UTC (the names in the IANA tz database)")
+    return name
+
+
+def _zones() -> set[str]:
+    zones = zoneinfo.available_timezones()
+    if not zones:
+        raise InputError("colocate.yaml", "$.schedule.timeZone", "this machine has no time zone database to check "
+                         "the zone against: install the tzdata package (Debian) or pip install tzdata")
+    return zones
+
+
+def _schedule(data: dict | None, file: str) -> Schedule | None:
+    if data is None:
+        return None
+    peak = data["dayPeak"]
+    start, end = _minutes(peak["start"]), _minutes(peak["end"])
+    if start == end:
+        raise InputError(file, "$.schedule.dayPeak.end", f"{peak['end']!r} is when the peak starts: give the peak "
+                         "a length (end before start means it runs over midnight)")
+    lead, night = data.get("pauseLeadMinutes", 10), (start - end) % (24 * 60)
+    if lead >= night:
+        raise InputError(file, "$.schedule.pauseLeadMinutes", f"{lead} minutes before {peak['start']} is not after "
+                         f"the peak's end ({peak['end']}): the night between them is {night} minutes; lower it")
+    return Schedule(time_zone=_time_zone(file, data["timeZone"]), peak_start=start, peak_end=end,
+                    pause_lead_minutes=data.get("pauseLeadMinutes", 10))
+
+
 def default_path() -> Path:
     """colocate.yaml of the working repository (colocate.resources.repository)."""
     return repository() / CONFIG_NAME
@@ -235,6 +328,8 @@ def load(path: Path | None = None) -> Config:
     path = path or default_path()
     file = display(path)
     data = load_yaml_file(path, file)
+    if isinstance(data, dict):
+        _unquoted_times(data, file)
     validate(data, _SCHEMA, file)
     for index, cidr in enumerate(data["registry"]["cidrs"]):
         try:
@@ -266,6 +361,8 @@ def load(path: Path | None = None) -> Config:
         device_plugin_chart_repo_url=(data["gpu"]["devicePluginChartRepoURL"]
                                       if (data.get("gpu") or {}).get("devicePlugin") else None),
         simulation=Simulation(**data["simulation"]) if "simulation" in data else None,
+        image_project=data["registry"].get("imageProject", "platform"),
+        schedule=_schedule(data.get("schedule"), file),
         monitoring=Monitoring(
             prometheus_chart_repo_url=data["monitoring"]["prometheusChartRepoURL"],
             dcgm_chart_repo_url=data["monitoring"]["dcgmChartRepoURL"],

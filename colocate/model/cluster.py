@@ -55,6 +55,9 @@ class Cluster:
     #: Namespace of the training-image pre-pull DaemonSet: its pods run at the background
     #: tier, which the offline namespace's priority rule would refuse.
     prepull_namespace: str = "image-prepull"
+    #: Namespace of what colocate itself runs in the cluster: the resubmitter (and its Lease)
+    #: and the schedule's CronJobs (docs/training-control.md).
+    control_namespace: str = "colocate-system"
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.pools]
