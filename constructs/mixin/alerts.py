@@ -78,6 +78,16 @@ class Alerts(LatencyGuard):
                         "After a backoff-limit or deadline failure training-operator v1.7.0 deletes every pod of the "
                         "job whatever cleanPodPolicy says, so read the logs from the log store; after a replica "
                         "failure cleanPodPolicy Running keeps the failed pod for kubectl logs."),
+            _alert("ColocateTFJobResubmissionGivenUp", self.tfjobs_given_up, "0m",
+                   summary="TFJob given up after repeated disruptions.",
+                   description=f"TFJob {{{{ $labels.namespace }}}}/{{{{ $labels.{c.tfjob_label} }}}} failed by a "
+                               "disruption once more after reaching its cap of resubmissions; the resubmitter "
+                               "no longer brings it back.",
+                   hint="kubectl describe tfjob lists the Resubmitted events and the ResubmissionGivenUp one, and "
+                        "its colocate.io/disruption annotation the last disruption. Jobs preempted this often run "
+                        "through the online peak: pause training over it (colocate.yaml schedule, "
+                        "docs/schedule.md) or raise the job's colocate.io/max-resubmissions. To run it again "
+                        "now, delete the TFJob; Argo CD re-creates it from git and it restores its last checkpoint."),
             _alert("ColocateMixedGPUsIdleWhileTFJobsWait",
                    f"count by (node) (({idle_gpus} < {c.gpu_idle_percent}) * on (node) group_left () {mixed_nodes})"
                    f" and on () ({waiting_gpu_pods} > 0)",
@@ -95,6 +105,11 @@ class Alerts(LatencyGuard):
                               "TFJob metrics are missing and TFJobs may not be reconciled.",
                               "Check the training-operator Deployment in kubeflow and its ServiceMonitor "
                               "(port monitoring-port)."),
+            self._target_down("ColocateResubmitterDown", c.resubmitter_job,
+                              "TFJobs failed by a disruption are not resubmitted.",
+                              f"Check the {c.resubmitter_job} Deployment (kubectl get deploy -A -l "
+                              f"app.kubernetes.io/name={c.resubmitter_job}): its pods run on the monitoring pool; "
+                              "an image that cannot be pulled or a missing RBAC grant shows in their events and logs."),
             *self.latency_alerts,
         ]
 

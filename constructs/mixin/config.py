@@ -21,7 +21,8 @@ from typing import Any
 
 from colocate import promql
 from colocate.model.slo import LatencySlo
-from colocate.model.names import (DCGM_EXPORTER_JOB, MAX_MEMORY_BURST, NAME_LABEL, POOL_LABEL, TF_CONTAINER, TFJOB_CONDITION_LABEL,
+from colocate.model.names import (DCGM_EXPORTER_JOB, GIVEN_UP_METRIC, MAX_MEMORY_BURST, NAME_LABEL, POOL_LABEL,
+                                  RESUBMISSIONS_METRIC, RESUBMITTER, TF_CONTAINER, TFJOB_CONDITION_LABEL,
                                   TFJOB_CONDITION_METRIC, TFJOB_NAME_METRIC_LABEL, TRAINING_OPERATOR_JOB)
 
 #: Grafana template variables in panel queries, and values that make them parseable PromQL.
@@ -102,6 +103,13 @@ class MixinConfig:
     dcgm_job: str = DCGM_EXPORTER_JOB
     #: Our ServiceMonitor on Service ``training-operator`` in kubeflow (job = Service name).
     training_operator_job: str = TRAINING_OPERATOR_JOB
+    #: The resubmitter (charts/training_control.py), scraped through its Service of this name with
+    #: honorLabels, so ``namespace`` is the TFJob's; its counter of re-creations (label
+    #: ``reason``: the disruption) and its gauge of TFJobs given up at the cap (label ``tfjob``).
+    resubmitter_job: str = RESUBMITTER
+    resubmissions_metric: str = RESUBMISSIONS_METRIC
+    resubmission_reason_label: str = "reason"
+    given_up_metric: str = GIVEN_UP_METRIC
     #: The container the training-operator runs TensorFlow in.
     training_container: str = TF_CONTAINER
     #: TFJob conditions from kube-state-metrics (constructs/mixin/tfjob_state.py) and its labels.
@@ -177,6 +185,13 @@ class Selectors:
         self._dcgm = f'job="{c.dcgm_job}"'
 
     # -- shared sub-expressions -------------------------------------------------------
+
+    @property
+    def tfjobs_given_up(self) -> str:
+        """1 per TFJob the resubmitter gave up on; ``max`` merges its replicas' series."""
+        c = self.config
+        gauge = sel(c.given_up_metric, eq("job", c.resubmitter_job), self._ns)
+        return f"max by (namespace, {c.tfjob_label}) ({gauge}) == 1"
 
     @property
     def _active_pods(self) -> str:

@@ -92,6 +92,14 @@ class Dashboards(LatencyGuard):
             for event, label in (("created", "created"), ("successful", "succeeded"), ("restarted", "restarted"))],
             description="training_operator_jobs_*_total counters, framework tensorflow. No failed line: v1.7.0 "
                         "does not count failures through the backoff limit; TFJobs by state shows them."))
+        resubmissions = sel(c.resubmissions_metric, eq("job", c.resubmitter_job), ns)
+        dashboard.with_panel(_timeseries(layout, "TFJob resubmissions per hour by disruption, and jobs given up", [
+            Query(f"sum by ({c.resubmission_reason_label}) (increase({resubmissions}[1h]))",
+                  f"resubmitted: {{{{{c.resubmission_reason_label}}}}}"),
+            Query(f"count({self.tfjobs_given_up}) or vector(0)", "given up")],
+            description="TFJobs the resubmitter re-created after a disruption failed them (by the pod's "
+                        "DisruptionTarget reason), and how many it gave up on at their cap "
+                        "(docs/resubmission.md)."))
         dashboard.with_panel(_timeseries(layout, f"CPU used by {c.training_container} containers", [
             Query(f"sum by (pod) (rate({tf_cpu}[$__rate_interval]))", "{{pod}}")],
             description="cAdvisor, filtered to the training container, in cores."))
