@@ -85,7 +85,9 @@ def test_capacity_text_is_a_table_per_pool_and_resource():
     assert proc.returncode == 0, proc.stderr
     pools, quotas = proc.stdout.split("\n\n")
     lines = pools.splitlines()
-    assert lines[0].split() == ["pool", "resource", "background", "offline", "online", "requested", "allocatable", "used"]
+    # platform: the resubmitter's pods (system-cluster-critical, on the monitoring pool)
+    assert lines[0].split() == ["pool", "resource", "background", "offline", "online", "platform", "requested",
+                                "allocatable", "used"]
     assert len(lines) == 1 + 3 * len(reference(config_mod.load()).pools)
     mixed_gpu = next(l.split() for l in lines if l.startswith("mixed") and "nvidia.com/gpu" in l)
     assert mixed_gpu[-3:] == ["7", "12", "58%"]  # 4 recsys-train + 3 tf-mnist-dist Workers of the 6x2 GPUs
