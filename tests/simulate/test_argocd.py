@@ -40,7 +40,7 @@ def test_root_application_syncs_every_colocate_application_that_renders_offline(
     apps = {a["name"]: a for a in platform_drill["applications"]}
     ours = {name for name, a in apps.items() if not a["offline"]}
     assert ours == {"colocate-root", "colocate-platform", "colocate-training", "colocate-online", "colocate-monitoring",
-                    "colocate-observability", "colocate-training-operator"}
+                    "colocate-observability", "colocate-training-operator", "colocate-training-control"}
     for name in ours:
         assert apps[name]["sync"] == "Synced" and apps[name]["failed"] == [], apps[name]
         # Progressing: TFJobs and the prepull DaemonSet whose pods are still starting at the end of the sync
