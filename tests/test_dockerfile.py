@@ -142,3 +142,18 @@ def test_the_in_cluster_commands_start_without_cdk8s_or_jsii(argv):
     proc = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.stdout.split() == ["2"], proc.stdout + proc.stderr
     assert "kubeconfig /nonexistent/kubeconfig" in proc.stderr
+
+
+def test_every_python_folder_is_a_package_pip_install_ships():
+    """The image is ``pip install .``: a folder of Python modules missing from pyproject.toml's
+    ``packages`` is silently left out of it (a new subcommand's package, say), and the command
+    fails only in the cluster. Folders of modules under colocate/ and the three mapped roots."""
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    roots = {folder: package for package, folder in tool["package-dir"].items()}
+    expected = set()
+    for folder, package in roots.items():
+        for module in (ROOT / folder).rglob("*.py"):
+            parts = module.parent.relative_to(ROOT / folder).parts
+            if "__pycache__" not in parts:
+                expected.add(".".join((package, *parts)))
+    assert sorted(expected - set(tool["packages"])) == []
