@@ -127,11 +127,12 @@ def sync_options(metadata: dict | None) -> frozenset[str]:
     return frozenset(item.strip() for item in str(value or "").split(",") if item.strip())
 
 # --- Resubmission of disrupted TFJobs (colocate/resubmit/, docs/resubmission.md) ----------------
-#: The pod condition a 1.26+ control plane adds before it deletes a pod it disrupts, and the
-#: reasons that mean "not the job's fault" (k8s.io/api/core/v1 types.go, DisruptionTarget).
+#: The pod condition a 1.26+ control plane adds before it deletes a pod it disrupts, and every
+#: reason it gives, none of them the job's fault (kubernetes v1.28.15 pkg/apis/core/types.go,
+#: PodReasonPreemptionByScheduler ... PodReasonTerminationByKubelet; docs/resubmission.md).
 DISRUPTION_CONDITION = "DisruptionTarget"
 DISRUPTION_REASONS = ("PreemptionByScheduler", "EvictionByEvictionAPI", "DeletionByTaintManager",
-                      "TerminationByKubelet")
+                      "DeletionByPodGC", "TerminationByKubelet")
 #: On a TFJob: how many times the resubmitter re-created it (a whole number, kept across re-creation).
 RESUBMISSIONS_ANNOTATION = "colocate.io/resubmissions"
 #: On a TFJob: the disruption evidence, recorded while the disrupted pod still exists
