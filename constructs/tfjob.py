@@ -21,8 +21,8 @@ from colocate import quantity
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label, check_image, check_pull_secret, pull_secrets
 from colocate.constructs.node_pool import NodePool
-from colocate.model.names import (GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, OFFLINE_MAX_GRACE_SECONDS, PROTECTED,
-                                   REPLICA_TYPE_LABEL, SYNC_OPTIONS, TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT,
+from colocate.model.names import (CHECKPOINT_ENV, GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, OFFLINE_MAX_GRACE_SECONDS,
+                                   PROTECTED, REPLICA_TYPE_LABEL, SYNC_OPTIONS, TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT,
                                    TF_PORT_NAME, TF_ROLES, TFJOB_CLEAN_POD_POLICY, TFJOB_GROUP, TFJOB_KIND,
                                    TFJOB_MIN_GRACE_SECONDS, TFJOB_VERSION)
 from colocate.model.pools import Resources
@@ -30,7 +30,6 @@ from colocate.model.scheduling import pool_term, required_pool_affinity
 from colocate.errors import PropError
 
 CHECKPOINT_ROOT = "/mnt/checkpoints"
-CHECKPOINT_ENV = "CHECKPOINT_DIR"
 CHECKPOINT_VOLUME = "checkpoints"
 
 

@@ -62,6 +62,8 @@ def tf_role(key: str) -> str:
     return next((role for role in TF_ROLES if role.lower() == key.lower()), key)
 #: The container the operator finds by name to inject TF_CONFIG and the port.
 TF_CONTAINER = "tensorflow"
+#: The environment variable that tells the training code its checkpoint directory (COL113).
+CHECKPOINT_ENV = "CHECKPOINT_DIR"
 TF_PORT_NAME, TF_PORT = "tfjob-port", 2222
 #: What training-operator v1.7.0 sets on every TFJob pod, over the template's labels
 #: (pkg/controller.v1/common/pod.go createNewPod, job_controller.go GenLabels); replica-type
