@@ -150,6 +150,20 @@ def _offline(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _resubmitter(args: argparse.Namespace) -> int:
+    from colocate.resubmit import main, policy
+
+    for name in ("max_resubmissions", "metrics_port"):
+        if getattr(args, name) < 0:
+            raise InputError(f"--{name.replace('_', '-')}", str(getattr(args, name)), "must be >= 0")
+    if args.backoff_seconds < 0 or args.max_backoff_seconds < args.backoff_seconds:
+        raise InputError("--backoff-seconds", str(args.backoff_seconds),
+                         "must be >= 0 and at most --max-backoff-seconds")
+    settings = policy.Settings(args.max_resubmissions, args.backoff_seconds, args.max_backoff_seconds)
+    return main.run(main.Options(tuple(args.namespace), args.lease_namespace, settings, args.metrics_port,
+                                 args.metrics_address, args.kubeconfig))
+
+
 def _simulate(args: argparse.Namespace) -> int:
     import signal
     from colocate.simulate import formats, run, scenario
@@ -254,6 +268,23 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
     f.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
     f.set_defaults(func=_offline)
+    r = command("resubmitter", help="run the controller that resubmits TFJobs a disruption failed",
+                description="Watch the TFJobs and their pods in --namespace; when a pod is disrupted (its "
+                            "DisruptionTarget condition: preempted, evicted, tainted away, or stopped by the kubelet) "
+                            "and its TFJob then fails, re-create the TFJob under the same name after an exponential "
+                            "backoff, so it resumes from its checkpoint. A genuine failure is never resubmitted. "
+                            "Leader election on a Lease; Prometheus metrics on --metrics-port. docs/resubmission.md.")
+    r.add_argument("--namespace", action="append", required=True, help="a training namespace (repeat for more)")
+    r.add_argument("--lease-namespace", required=True, help="namespace of the leader-election Lease")
+    r.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
+    r.add_argument("--max-resubmissions", type=int, default=5, help="resubmissions per job before it is given up "
+                   "(default 5; a job's colocate.io/max-resubmissions annotation overrides it)")
+    r.add_argument("--backoff-seconds", type=float, default=30.0, help="delay before the first resubmission, "
+                   "doubled for each one after it (default 30)")
+    r.add_argument("--max-backoff-seconds", type=float, default=900.0, help="the longest delay (default 900)")
+    r.add_argument("--metrics-port", type=int, default=8080, help="port of /metrics (default 8080)")
+    r.add_argument("--metrics-address", default="0.0.0.0", help="address /metrics listens on (default 0.0.0.0)")
+    r.set_defaults(func=_resubmitter)
     m = command("simulate", help="sync dist/ into the real Kubernetes components on loopback and report placement",
                 description="Start etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the "
                             "training-operator and kwok (the kubelets of nodes shaped like dist/nodes/) on "

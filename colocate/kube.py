@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from colocate.errors import ColocateError
-from colocate.model.names import TFJOB_GROUP, TFJOB_PLURAL, TFJOB_VERSION
+from colocate.model.names import JOB_NAME_LABEL, TFJOB_GROUP, TFJOB_PLURAL, TFJOB_VERSION
 
 
 def api_client(kubeconfig: str | None = None):
@@ -58,6 +58,7 @@ class TFJobs:
         from kubernetes import client
 
         self.api = client.CustomObjectsApi(api)
+        self.core = client.CoreV1Api(api)
 
     def _call(self, what: str, fn, *args, **kwargs) -> Any:
         from kubernetes.client.exceptions import ApiException
@@ -76,6 +77,12 @@ class TFJobs:
         if not isinstance(items, list):
             raise ColocateError(f"list tfjobs in {namespace}: the API server did not return a list of items")
         return [i for i in items if isinstance(i, dict)]
+
+    def pods(self, namespace: str, job: str) -> list[str]:
+        """Names of the job's pods that still exist (running, terminating or pending)."""
+        answer = self._call(f"list pods of tfjob {namespace}/{job}", lambda *_: self.core.list_namespaced_pod(
+            namespace, label_selector=f"{JOB_NAME_LABEL}={job}"))
+        return sorted(p.metadata.name for p in answer.items)
 
     def get(self, namespace: str, name: str) -> dict[str, Any]:
         return self._call(f"get tfjob {namespace}/{name}", self.api.get_namespaced_custom_object,

@@ -9,9 +9,11 @@ on purpose. Argo CD leaves both live edits alone: git sets neither field, and it
 only reverts fields that git or the last applied manifest set (docs/runbook-latency.md)."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
+from colocate.errors import ColocateError
 from colocate.model.names import PAUSED_BY_ANNOTATION
 
 if TYPE_CHECKING:
@@ -57,11 +59,34 @@ def patch(change: Change) -> dict[str, Any]:
             "spec": {"runPolicy": {"suspend": pause}}}
 
 
-def run(jobs: "TFJobs", namespace: str, action: str, dry_run: bool = False) -> list[Change]:
+def run(jobs: "TFJobs", namespace: str, action: str, dry_run: bool = False, wait_seconds: float = 120.0,
+        log=lambda line: None) -> list[Change]:
     """Plan ``action`` on the live TFJobs of ``namespace`` and send each patch (unless ``dry_run``).
-    The CronJobs, the CLI and ``colocate simulate`` all come through here."""
+    The CronJobs, the CLI and ``colocate simulate`` all come through here.
+
+    Resume waits until a paused job's pods are gone: training-operator v1.7.0 counts a pod that is
+    still terminating (Running, with a deletionTimestamp) as a failed replica (pkg/core/status.go
+    UpdateJobReplicaStatuses), so un-suspending before the old pods left would fail the job.
+    A job whose pods are still there after ``wait_seconds`` stays paused and is an error."""
     changes = plan(jobs.list(namespace), action)
-    if not dry_run:
-        for change in changes:
+    if dry_run:
+        return changes
+    waiting = [c for c in changes if c.action == "resume"]
+    deadline = time.monotonic() + wait_seconds
+    for change in changes:
+        if change.action == "pause":
             jobs.merge_patch(namespace, change.name, patch(change))
+    while waiting:
+        for change in list(waiting):
+            left = jobs.pods(namespace, change.name)
+            if not left:
+                jobs.merge_patch(namespace, change.name, patch(change))
+                waiting.remove(change)
+            elif time.monotonic() > deadline:
+                raise ColocateError(f"resume tfjob {namespace}/{change.name}: its pods {', '.join(left[:3])} are "
+                                    f"still terminating after {wait_seconds:.0f} s; it stays paused (resuming now "
+                                    "would fail it). Run resume again once they are gone")
+        if waiting:
+            log(f"waiting for the pods of {', '.join(c.name for c in waiting)} to be gone before resuming")
+            time.sleep(1.0)
     return changes

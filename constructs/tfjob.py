@@ -3,9 +3,10 @@
 The user names the image and, per role, replicas, resources and GPUs. Everything the cluster's
 rules decide is set here: restartPolicy OnFailure, the ``tensorflow`` container on port 2222,
 the offline priority on every replica (the operator does not copy a job-level priority to
-pods, docs/training.md), a short grace period, no tolerations, required affinity to the pools
+pods, docs/training.md), a grace period that holds one checkpoint save, no tolerations, required affinity to the pools
 training may use, GPU roles on GPU pools, PS spread over nodes, and a checkpoint volume on a
-ReadWriteMany claim whose path is in ``CHECKPOINT_DIR``.
+ReadWriteMany claim whose path is in ``CHECKPOINT_DIR``, and ``cleanPodPolicy: All``. The last
+three are the TFJob contract a resubmitted job relies on (docs/training.md; COL112-COL114 check it).
 
 Also emits that claim (PersistentVolumeClaim ``<job>-checkpoints``).
 """
@@ -20,15 +21,15 @@ from colocate import quantity
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label, check_image, check_pull_secret, pull_secrets
 from colocate.constructs.node_pool import NodePool
-from colocate.model.names import (GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, PROTECTED, REPLICA_TYPE_LABEL, SYNC_OPTIONS,
-                                   TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT, TF_PORT_NAME, TF_ROLES, TFJOB_GROUP,
-                                   TFJOB_KIND, TFJOB_VERSION)
+from colocate.model.names import (CHECKPOINT_ENV, GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, OFFLINE_MAX_GRACE_SECONDS,
+                                   PROTECTED, REPLICA_TYPE_LABEL, SYNC_OPTIONS, TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT,
+                                   TF_PORT_NAME, TF_ROLES, TFJOB_CLEAN_POD_POLICY, TFJOB_GROUP, TFJOB_KIND,
+                                   TFJOB_MIN_GRACE_SECONDS, TFJOB_VERSION)
 from colocate.model.pools import Resources
 from colocate.model.scheduling import pool_term, required_pool_affinity
 from colocate.errors import PropError
 
 CHECKPOINT_ROOT = "/mnt/checkpoints"
-CHECKPOINT_ENV = "CHECKPOINT_DIR"
 CHECKPOINT_VOLUME = "checkpoints"
 
 
@@ -77,18 +78,15 @@ class TFJobProps:
     command: Sequence[str] = ()
     #: Container arguments. Default: none.
     args: Sequence[str] = ()
-    #: ``runPolicy.cleanPodPolicy``. Default ``Running`` (PS and other still-running pods are
-    #: deleted when the job ends, freeing their CPU for online services), or ``None`` when the
-    #: job has an Evaluator, which ``Running`` kills before its final evaluation (docs/training.md).
-    clean_pod_policy: Literal["Running", "All", "None"] | None = None
     #: ``runPolicy.backoffLimit``: restarts before the job is marked Failed. Default 3.
     backoff_limit: int = 3
     #: ``runPolicy.ttlSecondsAfterFinished``. Default: unset. Under Argo CD self-heal a TFJob
     #: deleted by its TTL is re-created from git and runs again (argoproj/argo-cd#8586);
     #: a job leaves the cluster when its file leaves git.
     ttl_seconds_after_finished: int | None = None
-    #: Seconds between SIGTERM and SIGKILL on preemption. Default 30.
-    termination_grace_period_seconds: int = 30
+    #: Seconds between SIGTERM and SIGKILL on preemption: long enough for one checkpoint save,
+    #: TFJOB_MIN_GRACE_SECONDS (30) to OFFLINE_MAX_GRACE_SECONDS (60). Default 30.
+    termination_grace_period_seconds: int = TFJOB_MIN_GRACE_SECONDS
     #: Extra pod labels. Default: none (the operator adds ``training.kubeflow.org/*``).
     labels: Mapping[str, str] = field(default_factory=dict)
     #: Existing Secret the kubelet pulls the image with (a private Harbor project). Default: none.
@@ -106,8 +104,8 @@ class TFJob(Construct):
         p = props
         self.claim_name = f"{p.name}-checkpoints"
         self.checkpoint_dir = f"{CHECKPOINT_ROOT}/{p.name}"
-        self.clean_pod_policy = p.clean_pod_policy or ("None" if "Evaluator" in p.roles else "Running")
-        run_policy: dict = {"cleanPodPolicy": self.clean_pod_policy, "backoffLimit": p.backoff_limit,
+        # Always All, Evaluator or not: a failed job must release every pod's GPUs (docs/training.md).
+        run_policy: dict = {"cleanPodPolicy": TFJOB_CLEAN_POD_POLICY, "backoffLimit": p.backoff_limit,
                             # Gang schedulers read the job-level class; the pods get it below.
                             "schedulingPolicy": {"priorityClass": p.priority_class}}
         if p.ttl_seconds_after_finished is not None:
@@ -229,12 +227,18 @@ class TFJob(Construct):
                 self._validate_role(role, p.roles[role])
         if not quantity.is_quantity(p.checkpoint_size) or quantity.parse(p.checkpoint_size) <= 0:
             raise PropError(where, "checkpoint_size", f"{p.checkpoint_size!r} must be a positive size such as '10Gi'")
-        if p.clean_pod_policy not in (None, "Running", "All", "None"):
-            raise PropError(where, "clean_pod_policy", f"{p.clean_pod_policy!r} must be Running, All or None")
         for prop in ("backoff_limit", "termination_grace_period_seconds"):
             value = getattr(p, prop)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise PropError(where, prop, f"{value!r} must be a whole number >= 0")
+        grace = p.termination_grace_period_seconds
+        if not TFJOB_MIN_GRACE_SECONDS <= grace <= OFFLINE_MAX_GRACE_SECONDS:
+            raise PropError(where, "termination_grace_period_seconds", (
+                f"{grace} is below {TFJOB_MIN_GRACE_SECONDS}: the window between SIGTERM and SIGKILL must hold one "
+                "checkpoint save, so a preempted replica resumes where it stopped" if grace < TFJOB_MIN_GRACE_SECONDS
+                else f"{grace} is above {OFFLINE_MAX_GRACE_SECONDS}: a preempted replica keeps its node that long and "
+                "the online pod that preempted it waits; save more often so one save fits")
+                + f" (use {TFJOB_MIN_GRACE_SECONDS} to {OFFLINE_MAX_GRACE_SECONDS} seconds)")
         if p.ttl_seconds_after_finished is not None and (
                 not isinstance(p.ttl_seconds_after_finished, int) or p.ttl_seconds_after_finished < 0):
             raise PropError(where, "ttl_seconds_after_finished", f"{p.ttl_seconds_after_finished!r} must be >= 0")

@@ -11,6 +11,7 @@ import yaml
 
 from colocate import ROOT, app, config as config_mod, jobs
 from colocate.errors import InputError
+from colocate.model import names
 from tests.helpers import colocate
 
 DIST = ROOT / "dist"
@@ -76,7 +77,9 @@ def test_the_smallest_job_file_becomes_a_tfjob_with_every_default(tmp_path, conf
     (job(**{"roles.Worker.gpus": -1}), "$.roles.Worker.gpus", "less than the minimum of 0"),
     (job(**{"roles.Worker.restartPolicy": "Always"}), "$.roles.Worker", "unknown key 'restartPolicy'"),
     (job(restartPolicy="Always"), "$.restartPolicy", "'Always' is not one of OnFailure, Never, ExitCode"),
-    (job(cleanPodPolicy="none"), "$.cleanPodPolicy", "'none' is not one of Running, All, None (did you mean 'None'?)"),
+    (job(cleanPodPolicy="None"), "$", "unknown key 'cleanPodPolicy'"),
+    (job(terminationGracePeriodSeconds=10), "$.terminationGracePeriodSeconds", "10 is less than the minimum of 30"),
+    (job(terminationGracePeriodSeconds=120), "$.terminationGracePeriodSeconds", "120 is greater than the maximum of 60"),
     (job(image="harbor.example.com/ml/hello-tf:latest"), "$.image", "'harbor.example.com/ml/hello-tf:latest' is not "
      "pinned: latest can name a different image on each node and each restart; use the image's version tag, e.g. :2.11.0"),
     (job(image="harbor.example.com/ml/hello-tf"), "$.image", "'harbor.example.com/ml/hello-tf' is not "
@@ -132,6 +135,16 @@ def test_a_construct_refusal_names_the_file_and_the_prop(tmp_path, config, chang
     assert not re.search(r"[a-z]_[a-z]", str(err.value).replace(str(file), "")), str(err.value)
 
 
+def test_the_job_file_sets_the_grace_period_within_the_construct_bounds(tmp_path, config):
+    bounds = jobs.SCHEMA["properties"]["terminationGracePeriodSeconds"]
+    assert (bounds["minimum"], bounds["maximum"]) == (names.TFJOB_MIN_GRACE_SECONDS, names.OFFLINE_MAX_GRACE_SECONDS)
+    write(tmp_path, "hello-tf", job(terminationGracePeriodSeconds=55))
+    files = app.render_files(app.build(config, jobs_dir=tmp_path))
+    tfjob = yaml.safe_load(files["apps/training/tfjob.training.hello-tf.yaml"])
+    assert tfjob["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["terminationGracePeriodSeconds"] == 55
+    assert tfjob["spec"]["runPolicy"]["cleanPodPolicy"] == "All"
+
+
 def test_the_construct_keys_map_to_the_files_own():
     assert jobs.file_path("roles.Worker.memory_limit") == "$.roles.Worker.memoryLimit"
     assert jobs.file_path("roles.Chief.restart_policy") == "$.restartPolicy"  # one key for every role
@@ -170,7 +183,7 @@ def test_every_schema_error_is_listed_unknown_keys_first(tmp_path, config):
     lines = str(err.value).splitlines()
     assert lines == [
         f"{file}:$: unknown key 'backofLimit' (did you mean 'backoffLimit'?); known keys: name, image, command, args, "
-        "roles, checkpointSize, backoffLimit, cleanPodPolicy, restartPolicy",
+        "roles, checkpointSize, backoffLimit, terminationGracePeriodSeconds, restartPolicy",
         f"  {file}:$.roles.Worker: unknown key 'memroy' (did you mean 'memory'?); known keys: replicas, cpu, cpuLimit, "
         "memory, memoryLimit, gpus",
         f"  {file}:$.checkpointSize: '10G' is not a size: write a whole number above 0 and Ki, Mi, Gi or Ti, such as "

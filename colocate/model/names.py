@@ -62,6 +62,8 @@ def tf_role(key: str) -> str:
     return next((role for role in TF_ROLES if role.lower() == key.lower()), key)
 #: The container the operator finds by name to inject TF_CONFIG and the port.
 TF_CONTAINER = "tensorflow"
+#: The environment variable that tells the training code its checkpoint directory (COL113).
+CHECKPOINT_ENV = "CHECKPOINT_DIR"
 TF_PORT_NAME, TF_PORT = "tfjob-port", 2222
 #: What training-operator v1.7.0 sets on every TFJob pod, over the template's labels
 #: (pkg/controller.v1/common/pod.go createNewPod, job_controller.go GenLabels); replica-type
@@ -84,6 +86,18 @@ PAUSED_BY_ANNOTATION = "colocate.io/paused-by"
 #: the kubelet then evicts, or the kernel OOM-kills, whatever is furthest above its request.
 #: 2x is the reference job tf-mnist-dist's ratio (request 4Gi, limit 8Gi).
 MAX_MEMORY_BURST = 2
+
+# --- Grace periods of offline pods (docs/training.md, "The TFJob contract")
+#: At most this many seconds between SIGTERM and SIGKILL for an offline pod (COL107): a preempted
+#: pod keeps its node that long, and the online pod that preempted it waits.
+OFFLINE_MAX_GRACE_SECONDS = 60
+#: At least this many for a TFJob replica (COL114): the window must hold one checkpoint save.
+#: 30 is the Kubernetes default (k8s.io/api v0.28.15 core/v1 DefaultTerminationGracePeriodSeconds),
+#: so only a job that shortens the default on purpose is refused.
+TFJOB_MIN_GRACE_SECONDS = 30
+#: The one runPolicy.cleanPodPolicy a TFJob may have (COL112): a finished or failed job deletes
+#: every pod, so a failed job's survivors do not keep their GPUs (training-operator v1.7.0 defaults to None).
+TFJOB_CLEAN_POD_POLICY = "All"
 
 # --- TFJob state from kube-state-metrics (custom-resource-state, constructs/mixin/tfjob_state.py)
 #: One series per TFJob condition: 1 when its status is "True", 0 when "False". kube-state-metrics
@@ -127,11 +141,12 @@ def sync_options(metadata: dict | None) -> frozenset[str]:
     return frozenset(item.strip() for item in str(value or "").split(",") if item.strip())
 
 # --- Resubmission of disrupted TFJobs (colocate/resubmit/, docs/resubmission.md) ----------------
-#: The pod condition a 1.26+ control plane adds before it deletes a pod it disrupts, and the
-#: reasons that mean "not the job's fault" (k8s.io/api/core/v1 types.go, DisruptionTarget).
+#: The pod condition a 1.26+ control plane adds before it deletes a pod it disrupts, and every
+#: reason it gives, none of them the job's fault (kubernetes v1.28.15 pkg/apis/core/types.go,
+#: PodReasonPreemptionByScheduler ... PodReasonTerminationByKubelet; docs/resubmission.md).
 DISRUPTION_CONDITION = "DisruptionTarget"
 DISRUPTION_REASONS = ("PreemptionByScheduler", "EvictionByEvictionAPI", "DeletionByTaintManager",
-                      "TerminationByKubelet")
+                      "DeletionByPodGC", "TerminationByKubelet")
 #: On a TFJob: how many times the resubmitter re-created it (a whole number, kept across re-creation).
 RESUBMISSIONS_ANNOTATION = "colocate.io/resubmissions"
 #: On a TFJob: the disruption evidence, recorded while the disrupted pod still exists

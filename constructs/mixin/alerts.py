@@ -75,9 +75,9 @@ class Alerts(LatencyGuard):
                    description=f"TFJob {{{{ $labels.namespace }}}}/{{{{ $labels.{c.tfjob_label} }}}} is Failed; the alert "
                                "lasts until the TFJob is deleted or its file removed from jobs/.",
                    hint="kubectl describe tfjob gives the reason (a replica failed, the backoff limit or the deadline). "
-                        "After a backoff-limit or deadline failure training-operator v1.7.0 deletes every pod of the "
-                        "job whatever cleanPodPolicy says, so read the logs from the log store; after a replica "
-                        "failure cleanPodPolicy Running keeps the failed pod for kubectl logs."),
+                        "training-operator v1.7.0 deletes every pod of a failed job (cleanPodPolicy All, which "
+                        "releases their GPUs; after a backoff-limit or deadline failure whatever cleanPodPolicy "
+                        "says), so read the logs from the log store."),
             _alert("ColocateTFJobResubmissionGivenUp", self.tfjobs_given_up, "0m",
                    summary="TFJob given up after repeated disruptions.",
                    description=f"TFJob {{{{ $labels.namespace }}}}/{{{{ $labels.{c.tfjob_label} }}}} failed by a "

@@ -195,8 +195,8 @@ class Selectors:
 
     @property
     def _active_pods(self) -> str:
-        """1 per pod that holds its requests: Succeeded/Failed pods (TFJob cleanPodPolicy None
-        keeps them) still have request series in kube-state-metrics."""
+        """1 per pod that holds its requests: Succeeded/Failed pods (a TFJob's until the operator
+        cleans them up, or any other pod's) still have request series in kube-state-metrics."""
         phase = sel("kube_pod_status_phase", self._ksm, re_("phase", "Pending|Running"))
         return f"max by (namespace, pod) ({phase} == 1)"
 

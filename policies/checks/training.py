@@ -1,17 +1,21 @@
-"""Python checks for the training rules: GPUs in limits, TFJobs written by hand, and
-PodDisruptionBudgets over training pods. Each takes the Index and its Rule and yields
-Violations; metadata, message and fix live in policies/rules/<id>.yaml.
+"""Python checks for the training rules: GPUs in limits, TFJobs written by hand (the TFJob contract's
+checkpoint directory and grace period among them), and PodDisruptionBudgets over training pods.
+Each takes the Index and its Rule and yields Violations; metadata, message and fix live in
+policies/rules/<id>.yaml.
 """
 from __future__ import annotations
 
+import posixpath
 from collections import defaultdict
 from typing import Any, Iterator
 
 from colocate import quantity
 from colocate.checker import Index, Rule, Violation
-from colocate.model.names import (GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, JOB_ROLE_LABEL, OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL,
-                                   REPLICA_TYPE_LABEL, TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER, tf_role)
-from colocate.manifests import PodSpec, containers
+from colocate.model.names import (CHECKPOINT_ENV, GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, JOB_ROLE_LABEL,
+                                   OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL,
+                                   TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER,
+                                   TFJOB_MIN_GRACE_SECONDS, tf_role)
+from colocate.manifests import Doc, PodSpec, containers
 from colocate.model.scheduling import selector_matches
 
 #: The one replica type that does not checkpoint (the chief saves the variables it serves).
@@ -50,23 +54,107 @@ def tfjob_offline_namespace(index: Index, rule: Rule) -> Iterator[Violation]:
             yield Violation(doc, "metadata.namespace", f"{doc.namespace} is {tier}")
 
 
+def _claim_volumes(pod: PodSpec) -> dict[str, str]:
+    """Volume name -> claimName of the pod's persistentVolumeClaim volumes."""
+    return {v["name"]: str(v["persistentVolumeClaim"].get("claimName", "")) for v in pod.spec.get("volumes") or []
+            if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict) and v.get("name")}
+
+
+def _checkpoint_containers(pod: PodSpec) -> list[tuple[int, dict]]:
+    """The containers that must mount the checkpoints: tensorflow, or any container when none is
+    named tensorflow (COL105 reports the name)."""
+    listed = [(i, c) for i, c in enumerate(pod.spec.get("containers") or []) if isinstance(c, dict)]
+    return [(i, c) for i, c in listed if c.get("name") == TF_CONTAINER] or listed
+
+
+def _mounts(container: dict) -> list[dict]:
+    return [m for m in container.get("volumeMounts") or [] if isinstance(m, dict)]
+
+
 def tfjob_checkpoint_volume(index: Index, rule: Rule) -> Iterator[Violation]:
     """Every non-PS replica mounts a persistentVolumeClaim volume into its tensorflow container
     (into any container when none is named tensorflow; COL105 reports the name)."""
     for pod in index.pods():
         if not pod.role or pod.role == PS_ROLE:
             continue
-        claims = sorted(v["name"] for v in pod.spec.get("volumes") or []
-                        if isinstance(v, dict) and v.get("persistentVolumeClaim") and v.get("name"))
+        claims = sorted(_claim_volumes(pod))
         if not claims:
             yield Violation(pod.doc, f"{pod.path}.volumes", "no persistentVolumeClaim volume")
             continue
-        listed = [(i, c) for i, c in enumerate(pod.spec.get("containers") or []) if isinstance(c, dict)]
-        candidates = [(i, c) for i, c in listed if c.get("name") == TF_CONTAINER] or listed
-        mounted = {m.get("name") for _, c in candidates for m in c.get("volumeMounts") or [] if isinstance(m, dict)}
+        candidates = _checkpoint_containers(pod)
+        mounted = {m.get("name") for _, c in candidates for m in _mounts(c)}
         if candidates and not mounted & set(claims):
             yield Violation(pod.doc, f"{pod.path}.containers[{candidates[0][0]}].volumeMounts",
                             f"does not mount the persistentVolumeClaim volume {' or '.join(claims)}")
+
+
+def _under(path: str, mount_path: str) -> bool:
+    return path == mount_path or path.startswith(mount_path.rstrip("/") + "/")
+
+
+def tfjob_checkpoint_dir(index: Index, rule: Rule) -> Iterator[Violation]:
+    """CHECKPOINT_DIR in each non-PS replica's checkpoint container names a folder on a writable
+    persistentVolumeClaim mount of that container; no two TFJobs share (claim, folder on it).
+    A replica COL106 reports (no claim, or none mounted) is left to it."""
+    users: dict[tuple[str, str, str], list[tuple[Doc, str]]] = defaultdict(list)
+    for pod in index.pods():
+        if not pod.role or pod.role == PS_ROLE:
+            continue
+        claims = _claim_volumes(pod)
+        candidates = [(i, c) for i, c in _checkpoint_containers(pod)
+                      if any(m.get("name") in claims for m in _mounts(c))]
+        if not candidates:
+            continue  # COL106's finding
+        i, container = candidates[0]
+        path = f"{pod.path}.containers[{i}]"
+        claim_mounts = ", ".join(f"{m.get('mountPath')} ({claims[m['name']]})" for m in _mounts(container)
+                                 if m.get("name") in claims)
+        env = [(j, e) for j, e in enumerate(container.get("env") or [])
+               if isinstance(e, dict) and e.get("name") == CHECKPOINT_ENV]
+        if not env:
+            yield Violation(pod.doc, f"{path}.env", f"no {CHECKPOINT_ENV}; the claim is mounted at {claim_mounts}")
+            continue
+        j, var = env[-1]  # the last entry wins, as in the kubelet
+        value = var.get("value")
+        if not isinstance(value, str) or not value.startswith("/"):
+            yield Violation(pod.doc, f"{path}.env[{j}]", f"{CHECKPOINT_ENV} is not an absolute path written as value "
+                            f"(a fixed directory per job); the claim is mounted at {claim_mounts}")
+            continue
+        directory = posixpath.normpath(value)
+        holding = [m for m in _mounts(container)
+                   if isinstance(m.get("mountPath"), str) and _under(directory, posixpath.normpath(m["mountPath"]))]
+        mount = max(holding, key=lambda m: len(posixpath.normpath(m["mountPath"])), default=None)  # the innermost
+        if mount is None or mount.get("name") not in claims:
+            where = f"on volume {mount.get('name')!r}, not a claim" if mount else "on the container's own file system"
+            yield Violation(pod.doc, f"{path}.env[{j}].value",
+                            f"{value} is {where}; the claim is mounted at {claim_mounts}")
+            continue
+        if mount.get("readOnly") is True:
+            yield Violation(pod.doc, f"{path}.env[{j}].value",
+                            f"{value} is on the read-only mount {mount['mountPath']}")
+            continue
+        below = posixpath.relpath(directory, posixpath.normpath(mount["mountPath"]))
+        sub_path = str(mount.get("subPath") or mount.get("subPathExpr") or "")
+        on_claim = posixpath.normpath(posixpath.join(sub_path, below))
+        key = (pod.doc.namespace, claims[mount["name"]], on_claim)
+        if not any(doc.ref == pod.doc.ref for doc, _ in users[key]):  # one job, many replicas; a copy is COL006's
+            users[key].append((pod.doc, f"{path}.env[{j}].value"))
+    for (_, claim, on_claim), jobs in users.items():
+        first = jobs[0][0]
+        for doc, field in jobs[1:]:
+            folder = "its root" if on_claim == "." else f"folder {on_claim}"
+            yield Violation(doc, field, f"claim {claim}, {folder}, is also the checkpoint directory of {first.ref}")
+
+
+def tfjob_grace_period(index: Index, rule: Rule) -> Iterator[Violation]:
+    """TFJob replicas keep at least TFJOB_MIN_GRACE_SECONDS between SIGTERM and SIGKILL (unset is
+    the API's default, 30). The upper bound is COL107's, for every offline pod."""
+    for pod in index.pods():
+        if not pod.role:
+            continue
+        seconds = pod.spec.get("terminationGracePeriodSeconds")
+        if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds < TFJOB_MIN_GRACE_SECONDS:
+            yield Violation(pod.doc, f"{pod.path}.terminationGracePeriodSeconds", f"{seconds} s")
 
 
 def _pod_label_sets(pod: PodSpec) -> Iterator[dict]:

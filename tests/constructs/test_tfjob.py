@@ -82,14 +82,27 @@ def test_checkpoint_claim_is_mounted_with_its_path_in_an_env_var():
     assert container["env"] == [{"name": "CHECKPOINT_DIR", "value": "/mnt/checkpoints/mnist"}]
 
 
-def test_run_policy_cleans_running_pods_and_sets_no_ttl():
+def test_run_policy_cleans_every_pod_and_sets_no_ttl():
     run = synth()["TFJob"]["spec"]["runPolicy"]
-    assert run == {"cleanPodPolicy": "Running", "backoffLimit": 3, "schedulingPolicy": {"priorityClass": "offline-batch"}}
+    assert run == {"cleanPodPolicy": "All", "backoffLimit": 3, "schedulingPolicy": {"priorityClass": "offline-batch"}}
 
 
-def test_an_evaluator_keeps_running_pods_so_it_can_finish():
+def test_a_job_with_an_evaluator_cleans_every_pod_too():
+    # None would keep a failed job's surviving pods, and their GPUs, until someone deletes the job.
     roles = {"Chief": ROLE, "Worker": ROLE, "Evaluator": ROLE}
-    assert synth(roles=roles)["TFJob"]["spec"]["runPolicy"]["cleanPodPolicy"] == "None"
+    assert synth(roles=roles)["TFJob"]["spec"]["runPolicy"]["cleanPodPolicy"] == "All"
+
+
+def test_the_clean_pod_policy_is_not_a_prop():
+    with pytest.raises(TypeError, match="clean_pod_policy"):
+        synth(clean_pod_policy="None")
+
+
+@pytest.mark.parametrize("seconds", [30, 45, 60])
+def test_a_grace_period_that_holds_a_save_is_set_on_every_replica(seconds):
+    objs = synth(termination_grace_period_seconds=seconds)
+    for role in ("Master", "Worker"):
+        assert replica(objs, role)["template"]["spec"]["terminationGracePeriodSeconds"] == seconds
 
 
 def test_ttl_is_written_when_asked_for():
@@ -144,6 +157,12 @@ def test_ps_needs_no_preference_when_every_pool_is_as_cpu_rich():
     (None, {"name": "MNIST"}, "name", "DNS-1123"),
     (None, {"checkpoint_size": "lots"}, "checkpoint_size", "positive size"),
     (None, {"backoff_limit": -1}, "backoff_limit", ">= 0"),
+    (None, {"termination_grace_period_seconds": 29}, "termination_grace_period_seconds",
+     "29 is below 30: the window between SIGTERM and SIGKILL must hold one checkpoint save"),
+    (None, {"termination_grace_period_seconds": 0}, "termination_grace_period_seconds", "(use 30 to 60 seconds)"),
+    (None, {"termination_grace_period_seconds": 61}, "termination_grace_period_seconds",
+     "61 is above 60: a preempted replica keeps its node that long"),
+    (None, {"termination_grace_period_seconds": -1}, "termination_grace_period_seconds", ">= 0"),
 ])
 def test_bad_props_are_refused_naming_the_prop(roles, overrides, prop, words):
     with pytest.raises(PropError) as err:

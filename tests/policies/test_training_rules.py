@@ -1,4 +1,4 @@
-"""The training rules (COL100-COL109) beyond "fires / stays clean": the exact field each
+"""The training rules (COL100-COL114) beyond "fires / stays clean": the exact field each
 finding names, label-selector semantics, and the labels the operator gives TFJob pods."""
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from colocate import checker, manifests
+from colocate.model import names
 from colocate.manifests import Doc
 from colocate.model.scheduling import selector_matches
 from colocate.policies.checks.training import _pod_label_sets
@@ -41,6 +42,13 @@ FIELDS = {
     "COL004/fail.tfjob.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.priorityClassName"},
     "COL005/fail.tfjob.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.tolerations[0]"},
     "COL110/fail.yaml": {"spec.tfReplicaSpecs"},
+    "COL112/fail.unset.yaml": {"spec.runPolicy"},
+    "COL112/fail.running.yaml": {"spec.runPolicy.cleanPodPolicy"},
+    "COL113/fail.no-env.yaml": {f"{CONTAINERS}[0].env"},
+    "COL113/fail.not-on-claim.yaml": {f"{CONTAINERS}[0].env[0].value"},
+    "COL113/fail.read-only.yaml": {f"{CONTAINERS}[0].env[0].value"},
+    "COL113/fail.shared-directory.yaml": {f"{CONTAINERS}[0].env[0].value"},
+    "COL114/fail.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.terminationGracePeriodSeconds"},
 }
 
 
@@ -140,3 +148,24 @@ def test_pod_specs_carry_the_replica_role_only_for_tfjobs():
     deployment = Doc("d.yaml", 1, {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
                                    "spec": {"template": {"spec": {"containers": []}}}})
     assert [p.role for p in manifests.pod_specs(deployment)] == [""]
+
+
+def test_the_grace_period_bounds_agree_with_the_construct():
+    rules = {r.id: r for r in checker.load_rules()}
+    assert rules["COL107"].schema["properties"]["terminationGracePeriodSeconds"]["maximum"] == names.OFFLINE_MAX_GRACE_SECONDS
+    assert f"below {names.TFJOB_MIN_GRACE_SECONDS} " in rules["COL114"].message
+    assert f"at most {names.OFFLINE_MAX_GRACE_SECONDS}" in rules["COL107"].message
+
+
+def test_a_checkpoint_directory_is_shared_only_between_two_jobs(tmp_path):
+    # One job's replicas share their directory; a second job on the same claim and folder is named.
+    text = (FIXTURES / "COL113/fail.shared-directory.yaml").read_text()
+    third = text.split("---")[1].replace("tf-mnist-big", "tf-mnist-third")
+    path = tmp_path / "three.yaml"
+    path.write_text(text + "---" + third)
+    found = [f for f in checker.check([path]).findings if f.rule == "COL113"]
+    assert sorted((f.name, f.message.rsplit("(", 1)[1]) for f in found) == [
+        ("tf-mnist-big", "claim shared-checkpoints, folder run, is also the checkpoint directory of "
+                         "TFJob/training/tf-mnist-dist)"),
+        ("tf-mnist-third", "claim shared-checkpoints, folder run, is also the checkpoint directory of "
+                           "TFJob/training/tf-mnist-dist)")]

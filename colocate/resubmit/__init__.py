@@ -1,0 +1,1 @@
+"""Resubmission of TFJobs that a disruption failed (docs/resubmission.md)."""

@@ -1,0 +1,74 @@
+"""``colocate resubmitter``: lead (a Lease), serve metrics, run the kopf watches and the worker
+until SIGTERM or a lost Lease. A lost Lease exits 1, so the kubelet restarts the container and it
+campaigns again, as client-go's OnStoppedLeading callers do."""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from dataclasses import dataclass
+
+from colocate.kube import api_client
+from colocate.model.names import RESUBMITTER
+from colocate.resubmit import policy
+from colocate.resubmit.controller import Metrics, Resubmitter, register
+from colocate.resubmit.leader import Lease
+
+log = logging.getLogger("colocate.resubmitter")
+
+
+@dataclass(frozen=True)
+class Options:
+    namespaces: tuple[str, ...]
+    lease_namespace: str
+    settings: policy.Settings
+    metrics_port: int = 8080
+    metrics_address: str = "0.0.0.0"
+    kubeconfig: str | None = None
+    lease_name: str = RESUBMITTER
+
+
+def run(options: Options) -> int:
+    import kopf
+    from prometheus_client import start_http_server
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if options.kubeconfig:  # kopf logs in through the kubernetes client, which reads $KUBECONFIG
+        os.environ["KUBECONFIG"] = options.kubeconfig
+    api = api_client(options.kubeconfig)
+    start_http_server(options.metrics_port, options.metrics_address)
+    metrics = Metrics(options.namespaces)
+    log.info("metrics on %s:%d/metrics", options.metrics_address, options.metrics_port)
+
+    identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+    lease = Lease(api, options.lease_namespace, options.lease_name, identity)
+    halt, lost = threading.Event(), threading.Event()
+    if not lease.acquire(halt):
+        return 0
+    resubmitter = Resubmitter(api, options.settings, metrics)
+    threading.Thread(target=lease.keep, args=(halt, lost), name="lease", daemon=True).start()
+    worker = threading.Thread(target=resubmitter.run_worker, name="worker", daemon=True)
+    worker.start()
+
+    def watch_lost():
+        lost.wait()
+        halt.set()
+    threading.Thread(target=watch_lost, name="lost", daemon=True).start()
+
+    registry = kopf.OperatorRegistry()
+    register(registry, resubmitter)
+    settings = kopf.OperatorSettings()
+    settings.posting.enabled = False  # our Events are our own (Resubmitted, ResubmissionGivenUp)
+    settings.persistence.finalizer = f"{RESUBMITTER}.colocate.io/unused"  # no handler needs one
+    try:
+        kopf.run(registry=registry, settings=settings, standalone=True, namespaces=list(options.namespaces),
+                 stop_flag=halt)
+    finally:
+        halt.set()
+        resubmitter.stop()
+        worker.join(timeout=5)
+        if not lost.is_set():
+            lease.release()
+    return 1 if lost.is_set() else 0

@@ -1,0 +1,123 @@
+"""The resubmitter's decisions on real object shapes: a pod's DisruptionTarget condition as the
+scheduler, the taint manager, the eviction API and the kubelet write it, and TFJob status as
+training-operator v1.7.0 writes it. The same decisions run live in tests/simulate/test_resubmit.py."""
+from __future__ import annotations
+
+import copy
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+import yaml
+
+from colocate import ROOT
+from colocate.model.names import (DISRUPTION_ANNOTATION, DISRUPTION_REASONS, MAX_RESUBMISSIONS_ANNOTATION,
+                                   RESUBMISSIONS_ANNOTATION)
+from colocate.resubmit import policy
+
+T0 = datetime(2026, 12, 4, 9, 0, tzinfo=timezone.utc)
+UID = "0b7c3d9e-1111-4222-8333-944455556666"
+SETTINGS = policy.Settings(max_resubmissions=3, backoff_seconds=30, max_backoff_seconds=100)
+
+
+def _ts(t: datetime) -> str:
+    return t.isoformat().replace("+00:00", "Z")
+
+
+def pod(reason: str = "PreemptionByScheduler", status: str = "True", owner_kind: str = "TFJob") -> dict:
+    return {"metadata": {"name": "tf-mnist-dist-worker-1", "namespace": "training",
+                         "labels": {"training.kubeflow.org/job-name": "tf-mnist-dist"},
+                         "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": owner_kind, "name": "tf-mnist-dist",
+                                              "uid": UID, "controller": True, "blockOwnerDeletion": True}]},
+            "status": {"phase": "Running", "conditions": [
+                {"type": "Ready", "status": "True"},
+                # kube-scheduler v1.28.15 pkg/scheduler/framework/preemption/preemption.go prepareCandidate
+                {"type": "DisruptionTarget", "status": status, "reason": reason,
+                 "message": "Kubernetes default scheduler: preempting to accommodate a higher priority pod",
+                 "lastTransitionTime": _ts(T0)}]}}
+
+
+def tfjob(failed_at: datetime | None = T0 + timedelta(seconds=2), evidence: policy.Disruption | None = None,
+          count: int | None = None, cap: str | None = None) -> dict:
+    job = yaml.safe_load((ROOT / "dist/apps/training/tfjob.training.tf-mnist-dist.yaml").read_text())
+    job["metadata"]["uid"] = UID
+    annotations = job["metadata"].setdefault("annotations", {})
+    if evidence:
+        annotations[DISRUPTION_ANNOTATION] = evidence.to_json()
+    if count is not None:
+        annotations[RESUBMISSIONS_ANNOTATION] = str(count)
+    if cap is not None:
+        annotations[MAX_RESUBMISSIONS_ANNOTATION] = cap
+    conditions = [{"type": "Created", "status": "True", "lastTransitionTime": _ts(T0 - timedelta(hours=1))},
+                  {"type": "Running", "status": "False" if failed_at else "True"}]
+    if failed_at:
+        # training-operator v1.7.0 tfjob_controller.go UpdateJobStatus
+        conditions.append({"type": "Failed", "status": "True", "reason": "TFJobFailed",
+                           "message": "TFJob training/tf-mnist-dist has failed because 1 Worker replica(s) failed.",
+                           "lastTransitionTime": _ts(failed_at)})
+    job["status"] = {"conditions": conditions}
+    return job
+
+
+@pytest.mark.parametrize("reason", DISRUPTION_REASONS)
+def test_each_disruption_reason_is_evidence_against_the_owning_incarnation(reason):
+    evidence = policy.disruption_of(pod(reason))
+    assert evidence == policy.Disruption(reason, "tf-mnist-dist-worker-1", UID, _ts(T0))
+    assert policy.Disruption.from_json(evidence.to_json()) == evidence
+
+
+@pytest.mark.parametrize("changed", [{"reason": "Evicted"}, {"status": "False"}, {"owner_kind": "ReplicaSet"}])
+def test_other_conditions_and_owners_are_no_evidence(changed):
+    assert policy.disruption_of(pod(**changed)) is None
+
+
+def test_a_failure_after_a_disruption_is_resubmitted_after_the_backoff():
+    evidence = policy.disruption_of(pod())
+    decision = policy.decide(tfjob(evidence=evidence), SETTINGS)
+    assert decision.action == "resubmit" and decision.count == 1
+    assert decision.due == T0 + timedelta(seconds=2 + 30)
+
+
+def test_the_backoff_doubles_and_is_capped():
+    assert [policy.backoff(n, SETTINGS).total_seconds() for n in range(4)] == [30, 60, 100, 100]
+
+
+def test_a_genuine_failure_is_never_resubmitted():
+    decision = policy.decide(tfjob(), SETTINGS)
+    assert decision.action == "none" and "genuine" in decision.why
+
+
+def test_evidence_of_an_earlier_incarnation_does_not_count():
+    old = policy.Disruption("PreemptionByScheduler", "tf-mnist-dist-worker-1", "another-uid", _ts(T0))
+    assert policy.decide(tfjob(evidence=old), SETTINGS).action == "none"
+
+
+def test_a_failure_long_after_the_disruption_is_genuine():
+    evidence = policy.disruption_of(pod())
+    decision = policy.decide(tfjob(failed_at=T0 + timedelta(hours=2), evidence=evidence), SETTINGS)
+    assert decision.action == "none" and "long after" in decision.why
+
+
+def test_a_running_job_needs_nothing():
+    assert policy.decide(tfjob(failed_at=None, evidence=policy.disruption_of(pod())), SETTINGS).action == "none"
+
+
+def test_at_its_cap_a_job_is_given_up_and_its_own_annotation_overrides_the_cap():
+    evidence = policy.disruption_of(pod())
+    assert policy.decide(tfjob(evidence=evidence, count=3), SETTINGS).action == "give-up"
+    assert policy.decide(tfjob(evidence=evidence, count=3, cap="4"), SETTINGS).action == "resubmit"
+    assert policy.decide(tfjob(evidence=evidence, count=0, cap="0"), SETTINGS).action == "give-up"
+
+
+def test_the_new_incarnation_keeps_name_spec_labels_and_annotations_minus_the_evidence():
+    job = tfjob(evidence=policy.disruption_of(pod()), count=1)
+    job["metadata"]["labels"]["app.kubernetes.io/instance"] = "colocate-training"  # Argo CD's tracking label
+    job["metadata"].update(resourceVersion="42", creationTimestamp=_ts(T0), generation=3)
+    body = policy.resubmission(copy.deepcopy(job), 2)
+    assert body["spec"] == job["spec"] and body["metadata"]["name"] == "tf-mnist-dist"
+    assert body["metadata"]["labels"] == job["metadata"]["labels"]
+    assert body["metadata"]["annotations"][RESUBMISSIONS_ANNOTATION] == "2"
+    assert DISRUPTION_ANNOTATION not in body["metadata"]["annotations"]
+    assert set(body["metadata"]) == {"name", "namespace", "labels", "annotations"}
+    assert "status" not in body
+    json.dumps(body)  # what the API client sends
