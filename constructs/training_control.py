@@ -34,14 +34,15 @@ IMAGE_UID = 10001
 METRICS_PORT = 8080
 METRICS_PORT_NAME = "metrics"
 #: Rules the resubmitter needs in each training namespace (colocate/resubmit/): it watches pods
-#: for the disruption evidence, re-creates TFJobs, and records Events on them (client-go style
-#: core Events, and kopf's, through both Event APIs).
+#: for the disruption evidence (kopf's watch, and a list of a job's pods), watches, patches,
+#: deletes and re-creates TFJobs (colocate/kube.py TFJobs), and creates a new core Event for each
+#: Resubmitted / ResubmissionGivenUp (controller.py ``_event``; kopf's own posting is off). Only
+#: the verbs those calls use: no Event patch, no events.k8s.io.
 RESUBMITTER_RULES = (
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": [TFJOB_GROUP], "resources": [TFJOB_PLURAL],
      "verbs": ["get", "list", "watch", "create", "delete", "patch"]},
-    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
-    {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
 )
 #: ``colocate offline pause|resume`` lists the TFJobs of a namespace and merge-patches
 #: ``spec.runPolicy.suspend`` and one annotation (colocate/offline.py); get for a retry.
