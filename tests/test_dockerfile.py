@@ -132,6 +132,8 @@ def test_the_build_context_holds_the_package_and_leaves_out_the_rest():
 @pytest.mark.parametrize("argv", [
     ["offline", "pause", "--namespace", "training", "--kubeconfig", "/nonexistent/kubeconfig"],
     ["offline", "resume", "--namespace", "training", "--kubeconfig", "/nonexistent/kubeconfig"],
+    ["resubmitter", "--namespace", "training", "--lease-namespace", "colocate-system", "--metrics-port", "0",
+     "--kubeconfig", "/nonexistent/kubeconfig"],
 ])
 def test_the_in_cluster_commands_start_without_cdk8s_or_jsii(argv):
     """The image's entry points must not need Node.js: they never import cdk8s, constructs or jsii
