@@ -45,9 +45,11 @@ RESUBMITTER_RULES = (
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
 )
 #: ``colocate offline pause|resume`` lists the TFJobs of a namespace and merge-patches
-#: ``spec.runPolicy.suspend`` and one annotation (colocate/offline.py); get for a retry.
+#: ``spec.runPolicy.suspend`` and one annotation (colocate/offline.py); get for a retry. Resume
+#: lists a paused job's pods and waits until they are gone (a terminating pod fails the job).
 SCHEDULE_RULES = (
     {"apiGroups": [TFJOB_GROUP], "resources": [TFJOB_PLURAL], "verbs": ["get", "list", "patch"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
 )
 
 
@@ -271,7 +273,7 @@ class OfflineScheduleProps:
 
 class OfflineSchedule(Construct):
     """Per training namespace, a CronJob that pauses its TFJobs before the day peak and one that
-    resumes them after; a ServiceAccount that may only list, get and patch TFJobs there."""
+    resumes them after; a ServiceAccount that may only list, get and patch TFJobs there, and list their pods."""
 
     def __init__(self, scope: Construct, id: str, props: OfflineScheduleProps):
         super().__init__(scope, id)

@@ -62,6 +62,8 @@ def run(options: Options) -> int:
     settings = kopf.OperatorSettings()
     settings.posting.enabled = False  # our Events are our own (Resubmitted, ResubmissionGivenUp)
     settings.persistence.finalizer = f"{RESUBMITTER}.colocate.io/unused"  # no handler needs one
+    # Namespaced Roles only: no cluster-wide scan of CRDs and namespaces (the --namespace names are exact).
+    settings.scanning.disabled = True
     try:
         kopf.run(registry=registry, settings=settings, standalone=True, namespaces=list(options.namespaces),
                  stop_flag=halt)

@@ -67,9 +67,10 @@ def test_each_service_account_gets_its_rules_in_the_training_namespace_only(rend
             {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [RESUBMITTER],
              "verbs": ["get", "update"]}],
     }
-    # The schedule may only read and patch TFJobs: no pods, no create or delete.
-    assert SCHEDULE_RULES == ({"apiGroups": ["kubeflow.org"], "resources": ["tfjobs"],
-                               "verbs": ["get", "list", "patch"]},)
+    # The schedule may only read and patch TFJobs and list pods (resume waits for a paused job's
+    # pods to be gone): no create or delete, no pod writes.
+    assert SCHEDULE_RULES == ({"apiGroups": ["kubeflow.org"], "resources": ["tfjobs"], "verbs": ["get", "list", "patch"]},
+                              {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]})
     for obj in _objects(rendered):
         if obj["kind"] == "RoleBinding":
             name = obj["metadata"]["name"]
