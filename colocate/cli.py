@@ -173,7 +173,8 @@ def _simulate(args: argparse.Namespace) -> int:
     # SIGTERM (CI cancelling a job) stops the simulation's processes as Ctrl-C does.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     obs, logs = run.simulate(dist, chosen, Path(args.config) if args.config else None, keep_logs=args.keep_logs,
-                             log=lambda line: print(line, file=sys.stderr, flush=True))
+                             log=lambda line: print(line, file=sys.stderr, flush=True),
+                             resubmitter=False if args.no_resubmitter else None)
     sys.stdout.write(formats.FORMATS[args.format](obs, logs))
     return EXIT_OK if obs.ok else EXIT_FINDINGS
 
@@ -297,8 +298,11 @@ def parser() -> argparse.ArgumentParser:
                        "  130  interrupted (every process the simulation started is stopped)",
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     m.add_argument("path", nargs="?", help="dist/ folder (default: dist/ here, else the repository's)")
-    m.add_argument("--scenario", default="night", help="night (default), peak, delete-drill, or a scenario file")
-    m.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    m.add_argument("--scenario", default="night", help="night (default), peak, day, delete-drill, or a scenario file")
+    m.add_argument("--no-resubmitter", action="store_true", help="do not run colocate resubmitter: see what "
+                   "training-operator v1.7.0 alone does to preempted TFJobs")
+    m.add_argument("--format", choices=("text", "json", "markdown", "html"), default="text",
+                   help="html: a self-contained page with the day's charts")
     m.add_argument("--keep-logs", action="store_true", help="keep the components' logs (kept anyway on failure)")
     m.set_defaults(func=_simulate)
     r = command("rules", help="list every policy rule")

@@ -22,9 +22,13 @@ def api_client(kubeconfig: str | None = None):
     path = kubeconfig or os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
     if kubeconfig or Path(path).is_file():
         try:
-            return config.new_client_from_config(config_file=path)
+            api = config.new_client_from_config(config_file=path)
         except (ConfigException, OSError, ValueError) as exc:
             raise ColocateError(f"kubeconfig {path}: {exc}") from None
+        if not api.configuration.verify_ssl:  # the kubeconfig says insecure-skip-tls-verify: once is enough
+            import urllib3
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        return api
     try:
         configuration = client.Configuration()
         config.load_incluster_config(client_configuration=configuration)

@@ -99,7 +99,8 @@ class Resubmitter:
             self.metrics.given_up.remove(namespace, name)  # deleted, a new incarnation, or it ran again
         if decision.action == "resubmit":
             self._enqueue(decision.due.timestamp(), namespace, name, uid)
-        elif decision.action == "none" and policy.failed_at(job) and uid not in self._left:
+        elif (decision.action == "none" and policy.failed_at(job) and uid not in self._left
+              and event_type != "DELETED" and not meta.get("deletionTimestamp")):
             self._left.add(uid)
             log.info("TFJob %s/%s Failed, not resubmitted: %s", namespace, name, decision.why)
         elif decision.action == "give-up":

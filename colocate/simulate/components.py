@@ -3,6 +3,7 @@ kubelets), the training-operator (TFJob -> pods), the CRDs of the charts that ca
 offline, a StorageClass and a provisioner that binds claims."""
 from __future__ import annotations
 
+import sys
 import urllib.error
 
 import yaml
@@ -10,6 +11,7 @@ import yaml
 from colocate import ROOT
 from colocate.resources import data_path
 from colocate.errors import ColocateError
+from colocate.resubmit import policy
 from colocate.simulate.control_plane import ControlPlane, SimulationError, free_port, refusal
 from colocate.simulate.nodes import KWOK_ANNOTATION
 
@@ -38,6 +40,24 @@ def start_training_operator(cp: ControlPlane) -> None:
                                  f"--health-probe-bind-address=127.0.0.1:{free_port()}",
                                  f"--monitoring-port={free_port()}"],
            env={"KUBECONFIG": str(cp.kubeconfig)})
+
+
+#: The resubmitter's settings in the simulation: the cluster's defaults with time scaled down (the
+#: first resubmission after 1 s, not 30 s), as the kwok stages scale the grace period.
+SIM_SETTINGS = policy.Settings(max_resubmissions=5, backoff_seconds=1, max_backoff_seconds=8)
+SIM_RESUBMIT = ("--backoff-seconds", str(SIM_SETTINGS.backoff_seconds), "--max-backoff-seconds",
+                str(SIM_SETTINGS.max_backoff_seconds), "--max-resubmissions", str(SIM_SETTINGS.max_resubmissions))
+
+
+def start_resubmitter(cp: ControlPlane, namespaces: list[str], extra: tuple[str, ...] = (),
+                      name: str = "resubmitter") -> None:
+    """``colocate resubmitter`` from this checkout's code, as a host process like the operator."""
+    port = free_port()
+    argv = [sys.executable, "-m", "colocate.cli", "resubmitter", f"--kubeconfig={cp.kubeconfig}",
+            "--lease-namespace=kube-system", "--metrics-address=127.0.0.1", f"--metrics-port={port}",
+            *SIM_RESUBMIT, *extra, *(f"--namespace={ns}" for ns in namespaces)]
+    cp.metrics[name] = f"http://127.0.0.1:{port}/metrics"
+    cp.run(name, argv, env={"PYTHONPATH": str(ROOT)})
 
 
 def crd_documents() -> list[dict]:

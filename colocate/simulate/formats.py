@@ -8,13 +8,16 @@ from pathlib import Path
 
 from colocate import quantity
 from colocate.model.names import GPU
+from colocate.simulate import charts
+from colocate.simulate.charts import OFFLINE
 from colocate.simulate.observe import Observation
 
 
-#: Why a preempted TFJob fails instead of waiting (docs/simulate.md "Preempted TFJobs fail").
+#: Why a preempted TFJob fails instead of waiting (docs/resubmission.md).
 PREEMPTION_FAILS_JOBS = ("training-operator v1.7.0 counts a preempted (terminating, still Running) pod as a failed "
-                         "replica and fails the whole TFJob; it does not resume: resubmit it, or pause training "
-                         "before a planned peak (`colocate offline pause`); docs/simulate.md")
+                         "replica and fails the whole TFJob for good; `colocate resubmitter` re-creates such a job "
+                         "(it did not run here, or gave up), and `colocate offline pause` keeps a planned peak "
+                         "from preempting at all; docs/resubmission.md")
 
 
 def _verdict(obs: Observation) -> str:
@@ -22,14 +25,19 @@ def _verdict(obs: Observation) -> str:
         waiting = len(obs.pending)
         text = ("every pod placed" if not waiting else
                 f"every pod placed except {waiting} {'/'.join(obs.may_wait)} pod(s) the scenario lets wait")
-        if obs.failed_by_preemption:
-            text += f"; WARNING: {len(obs.failed_by_preemption)} TFJob(s) failed when their pods were preempted"
+        if obs.steps:
+            text += f", every online pod placed at each of {len(obs.steps)} steps"
+        resubmitted = sum(len(m) for m in obs.resubmissions.values())
+        if resubmitted:
+            text += f"; {resubmitted} disrupted TFJob resubmission(s)"
         return text
     parts = [f"{len(obs.rejected)} object(s) rejected" if obs.rejected else "",
              f"{len(obs.failed_creates)} workload(s) could not create pods" if obs.failed_creates else "",
              f"{len(obs.failing_pending)} pod(s) Pending" if obs.failing_pending else "",
-             "" if obs.settled else "the cluster did not settle",
-             ", ".join(f"TFJob {n} Failed" for n in obs.failed_jobs)]
+             "" if obs.settled and all(st.settled for st in obs.steps) else "the cluster did not settle",
+             f"online pods unplaced at {', '.join(obs.unplaced_online_steps)}" if obs.unplaced_online_steps else "",
+             ", ".join(f"TFJob {n} Failed" + (" by disruption" if n in obs.failed_by_preemption else "")
+                       for n in obs.failed_jobs)]
     return "NOT SAFE: " + "; ".join(p for p in parts if p)
 
 
@@ -63,7 +71,13 @@ def _sections(obs: Observation) -> list[tuple[str, list[str]]]:
                     for name, state in sorted(obs.tfjobs.items())]),
         ("Delete drill (what deleting each Application deletes, stateful first)",
          [f"{app}: {len(gone)} objects: {', '.join(gone) or 'nothing'}" for app, gone in obs.drills.items()]),
-        ("TFJobs failed by preemption", [f"{name}: {PREEMPTION_FAILS_JOBS}" for name in obs.failed_by_preemption]),
+        ("TFJobs failed by disruption", [f"{name} (lost {', '.join(p.split('/', 1)[1] for p in obs.disrupted_pods()[name])})"
+                                         f": {PREEMPTION_FAILS_JOBS}" for name in obs.failed_by_preemption]),
+        ("Resubmitted (colocate resubmitter)", [f"{name}: {m}" for name, msgs in sorted(obs.resubmissions.items())
+                                                for m in msgs]),
+        ("Given up (resubmission cap)", [f"{name}: {m}" for name, msgs in sorted(obs.given_up.items()) for m in msgs]),
+        ("Steps", _step_lines(obs)),
+        ("Night allocation", headline(obs)),
         ("Argo CD Applications", [f"{a.name}: " + ("not rendered offline" if a.offline else f"{a.sync}, {a.health}")
                                   + (f" ({a.message})" if a.message and not a.offline else "")
                                   for a in obs.applications]),
@@ -71,6 +85,48 @@ def _sections(obs: Observation) -> list[tuple[str, list[str]]]:
         ("Pods", [f"{len(placed)} placed, {len(obs.pending)} Pending, of {len(obs.pods)}"]),
         ("Notes", obs.notes),
     ]
+
+
+def _step_lines(obs: Observation) -> list[str]:
+    out = []
+    for st in obs.steps:
+        use = {(u.pool, u.resource): u for u in st.use}
+        pools = sorted({u.pool for u in st.use})
+        load = "; ".join(f"{pool} " + " ".join(
+            f"{r} {_pct(use[(pool, r)])}" for r in ("cpu", "memory", "gpu") if use[(pool, r)].allocatable)
+            for pool in pools)
+        out.append(f"{st.name}: online {st.online_placed}/{st.online_desired} placed; training {st.training_running} "
+                   f"running, {st.training_pending} pending, {st.training_suspended} suspended; "
+                   f"{st.preemptions} preempted, {st.resubmissions} resubmitted; requests/allocatable {load}"
+                   + (f" [{'; '.join(st.actions)}]" if st.actions else "")
+                   + "".join(f"\n    UNPLACED {u}" for u in st.unplaced_online))
+    return out
+
+
+def headline(obs: Observation) -> list[str]:
+    """The how-to's figure from requests: each pool training uses, at night (steps at the lowest
+    online load, training running, nothing else happening), with and without the training."""
+    if not obs.steps:
+        return []
+    low = min(st.online_desired for st in obs.steps)
+    nights = [st for st in obs.steps if st.online_desired == low and not st.actions and st.training_running]
+    out = []
+    pools = sorted({u.pool for st in nights for u in st.use if u.requested.get(OFFLINE)})
+    for pool in pools:
+        parts = []
+        for resource in ("gpu", "cpu"):
+            uses = [u for st in nights for u in st.use if u.pool == pool and u.resource == resource and u.allocatable]
+            if not uses:
+                continue
+            with_ = sum(sum(u.requested.values()) / u.allocatable for u in uses) / len(uses)
+            without = sum((sum(u.requested.values()) - u.requested.get(OFFLINE, 0)) / u.allocatable for u in uses) / len(uses)
+            parts.append(f"{resource.upper()} {100 * without:.0f}% without training, {100 * with_:.0f}% with it")
+        out.append(f"{pool} pool at night (mean of {len(nights)} step(s), requests / allocatable): " + "; ".join(parts))
+    return out
+
+
+def _pct(use) -> str:
+    return f"{100 * sum(use.requested.values()) / use.allocatable:.0f}%"
 
 
 def to_text(obs: Observation, logs: Path | None = None) -> str:
@@ -83,8 +139,14 @@ def to_text(obs: Observation, logs: Path | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
+def _rows(obs: Observation) -> list:
+    return [use for st in obs.steps for use in st.use]
+
+
 def to_markdown(obs: Observation, logs: Path | None = None) -> str:
     out = [f"### colocate simulate: scenario `{obs.scenario}`", "", f"**{_verdict(obs)}** ({obs.seconds:.1f} s)"]
+    if obs.hourly and obs.steps:
+        out += ["", charts.mermaid(_rows(obs)).rstrip()]
     for title, lines in _sections(obs):
         if lines:
             out += ["", f"#### {title}", ""] + [f"- {line}" for line in lines]
@@ -96,8 +158,24 @@ def to_markdown(obs: Observation, logs: Path | None = None) -> str:
 def to_json(obs: Observation, logs: Path | None = None) -> str:
     data = asdict(obs)
     data.update(ok=obs.ok, verdict=_verdict(obs), logs=str(logs) if logs else None,
-                failed_by_preemption=obs.failed_by_preemption, failed_jobs=obs.failed_jobs)
+                failed_by_preemption=obs.failed_by_preemption, failed_jobs=obs.failed_jobs,
+                disrupted_pods=obs.disrupted_pods())
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
-FORMATS = {"text": to_text, "json": to_json, "markdown": to_markdown}
+def to_html(obs: Observation, logs: Path | None = None) -> str:
+    """A self-contained page: the day's charts, then the report's sections as tables."""
+    tables = [(title, [""], [[line] for line in lines]) for title, lines in _sections(obs) if lines]
+    steps = [[st.name, f"{st.online_placed}/{st.online_desired}", str(st.training_running), str(st.training_pending),
+              str(st.training_suspended), str(st.preemptions), str(st.resubmissions), "; ".join(st.actions)]
+             for st in obs.steps]
+    if steps:
+        tables.insert(0, ("Steps", ["step", "online placed", "training running", "pending", "suspended",
+                                    "preempted", "resubmitted", "actions"], steps))
+    title = f"colocate simulate, scenario {obs.scenario}: {_verdict(obs)}"
+    if logs:
+        tables.append(("Logs", [""], [[f"Component logs kept in {logs}"]]))
+    return charts.html(_rows(obs) if obs.hourly else [], title, tables)
+
+
+FORMATS = {"text": to_text, "json": to_json, "markdown": to_markdown, "html": to_html}

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from colocate import quantity
-from colocate.model.names import GPU
+from colocate.model.names import GAVE_UP_REASON, GPU, RESUBMITTED_REASON
 from colocate.review.capacity import pod_resources
 from colocate.simulate.control_plane import ControlPlane
 
@@ -82,6 +82,16 @@ class Observation:
     drills: dict[str, list[str]] = field(default_factory=dict)
     #: Tiers whose Pending pods the scenario allows (preempted training waits by design).
     may_wait: tuple[str, ...] = ()
+    #: Whether ``colocate resubmitter`` ran beside the training-operator.
+    resubmitter: bool = True
+    #: TFJob namespace/name -> the messages of the Resubmitted / ResubmissionGivenUp Events on it.
+    resubmissions: dict[str, list[str]] = field(default_factory=dict)
+    given_up: dict[str, list[str]] = field(default_factory=dict)
+    #: Pods evicted by the taint manager (namespace/name), besides the preempted ones.
+    evicted: list[str] = field(default_factory=list)
+    #: The scenario's steps (steps.StepReport), in order; hourly: they are the day's hours.
+    steps: list[Any] = field(default_factory=list)
+    hourly: bool = False
     settled: bool = True
     seconds: float = 0.0
 
@@ -93,25 +103,30 @@ class Observation:
     def failing_pending(self) -> list[PodState]:
         return [p for p in self.pending if p.tier not in self.may_wait]
 
-    def preempted_jobs(self) -> set[str]:
-        """TFJobs that lost a pod to preemption (pod names are ``<job>-<replica>-<index>``)."""
-        victims = [p.victim for p in self.preemptions]
-        return {job for job in self.tfjobs if any(v.startswith(f"{job}-") for v in victims)}
+    def disrupted_pods(self) -> dict[str, list[str]]:
+        """TFJob -> its pods that were preempted or evicted (pod names are ``<job>-<replica>-<index>``)."""
+        victims = sorted({p.victim for p in self.preemptions} | set(self.evicted))
+        return {job: [v for v in victims if v.startswith(f"{job}-")] for job in self.tfjobs
+                if any(v.startswith(f"{job}-") for v in victims)}
 
     @property
     def failed_by_preemption(self) -> list[str]:
-        """Failed TFJobs the scenario lets be preempted: reported, not a failure of the run."""
-        if "offline" not in self.may_wait:
-            return []
-        return sorted(j for j in self.preempted_jobs() if self.tfjobs[j] == "Failed")
+        """Failed TFJobs that lost a pod to a disruption: a failure of the run (training that gives
+        way must resume), named apart because the fix is resubmission, not the job."""
+        return sorted(j for j in self.disrupted_pods() if self.tfjobs[j] == "Failed")
 
     @property
     def failed_jobs(self) -> list[str]:
-        return sorted(j for j, state in self.tfjobs.items() if state == "Failed" and j not in self.failed_by_preemption)
+        return sorted(j for j, state in self.tfjobs.items() if state == "Failed")
+
+    @property
+    def unplaced_online_steps(self) -> list[str]:
+        return [s.name for s in self.steps if s.unplaced_online]
 
     @property
     def ok(self) -> bool:
-        return self.settled and not (self.rejected or self.failed_creates or self.failing_pending or self.failed_jobs)
+        return self.settled and not (self.rejected or self.failed_creates or self.failing_pending or self.failed_jobs
+                                     or self.unplaced_online_steps or not all(s.settled for s in self.steps))
 
 
 def tier_of(pod: Mapping[str, Any], tiers: Mapping[str, str]) -> str:
@@ -155,6 +170,16 @@ def observe(cp: ControlPlane, obs: Observation, tiers: Mapping[str, str], pools:
     obs.failed_creates = _failed_creates(events)
     obs.preemptions = sorted({_preemption(e) for e in events if e.get("reason") == "Preempted"
                               and _newer(e, since_events)}, key=lambda p: (p.victim, p.node))
+    # kubernetes v1.28.15 pkg/controller/nodelifecycle/scheduler/taint_manager.go emits
+    # TaintManagerEviction "Marking for deletion Pod ..." on each pod it evicts.
+    obs.evicted = sorted({f"{e['involvedObject'].get('namespace')}/{e['involvedObject'].get('name')}" for e in events
+                          if e.get("reason") == "TaintManagerEviction" and e.get("message", "").startswith("Marking")
+                          and _newer(e, since_events)})
+    for event in sorted(events, key=lambda e: int(e["metadata"]["resourceVersion"])):
+        o = event.get("involvedObject") or {}
+        if o.get("kind") == "TFJob" and event.get("reason") in (RESUBMITTED_REASON, GAVE_UP_REASON):
+            into = obs.resubmissions if event["reason"] == RESUBMITTED_REASON else obs.given_up
+            into.setdefault(f"{o.get('namespace')}/{o.get('name')}", []).append(event.get("message", ""))
     for job in cp.items("/apis/kubeflow.org/v1/tfjobs"):
         name = f"{job['metadata']['namespace']}/{job['metadata']['name']}"
         obs.tfjobs[name] = tfjob_state(job)

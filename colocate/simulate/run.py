@@ -13,7 +13,8 @@ from colocate import config as config_mod
 from colocate.errors import InputError
 from colocate.model.names import PEAK_REPLICAS_ANNOTATION, TIER_LABEL
 from colocate.resources import display
-from colocate.simulate import argocd, components, nodes, observe, stand_ins, toolchain
+from colocate.resubmit import policy as resubmit_policy
+from colocate.simulate import argocd, components, nodes, observe, stand_ins, steps as steps_mod, toolchain
 from colocate.simulate.control_plane import ControlPlane, SimulationError, refusal
 from colocate.simulate.scenario import Scenario
 
@@ -26,16 +27,18 @@ SETTLE_TIMEOUT = 120.0
 
 def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, keep_logs: bool = False,
              log: Callable[[str], None] = print, inspect: Callable[[ControlPlane], None] | None = None,
-             ) -> tuple[observe.Observation, Path | None]:
+             resubmitter: bool | None = None) -> tuple[observe.Observation, Path | None]:
     """Run ``scenario`` on ``dist``; the observation and, when logs are kept, their folder.
     ``inspect`` is called with the running cluster once the scenario has played."""
     cfg = config_mod.load(config_path) if config_path else config_mod.load()
     pools = nodes.read_pools(dist)
     counts = _node_counts(pools, scenario)
     docs = _dist_documents(dist)
+    planned = steps_mod.plan(scenario, docs, cfg.schedule)
+    resubmitting = scenario.resubmitter if resubmitter is None else resubmitter
     binaries = toolchain.ensure(cfg, log=log)
     started = time.monotonic()
-    obs = observe.Observation(scenario=scenario.name,
+    obs = observe.Observation(scenario=scenario.name, resubmitter=resubmitting, hourly=scenario.day is not None,
                               may_wait=("offline",) if scenario.offline_may_wait else ())
     cp = ControlPlane(binaries, keep_logs=keep_logs)
     with cp:
@@ -49,6 +52,8 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
         components.install_crds(cp, components.crd_documents())
         components.install_storage_class(cp, cfg.shared_storage_class)
         components.start_training_operator(cp)
+        if resubmitting:
+            components.start_resubmitter(cp, _training_namespaces(docs))
         argo = argocd.ArgoCD(cp, cfg, dist)
         argo.start()
         obs.rejected += [observe.Rejected("dist/bootstrap/", "root Application", e) for e in argo.apply_bootstrap()]
@@ -58,13 +63,13 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
         _sync_results(cp, apps, docs, obs)
         obs.applications = apps
         obs.stand_ins = stand_ins.deploy(cp, docs, obs, {a.name: a.message for a in apps if a.offline})
-        obs.settled = _settle(cp)
+        obs.settled = _settle(cp, resubmitting)
         log(f"simulate: cluster settled ({time.monotonic() - started:.1f} s)")
         since = ""
         if scenario.scale_to_peak or scenario.scale:
             since = cp.request("GET", "/api/v1/events?limit=1")["metadata"]["resourceVersion"]
             _scale(cp, docs, scenario)
-            obs.settled = _settle(cp) and obs.settled
+            obs.settled = _settle(cp, resubmitting) and obs.settled
             log(f"simulate: scenario {scenario.name} played ({time.monotonic() - started:.1f} s)")
         if scenario.delete_drill:
             kinds = sorted({(d["apiVersion"], d["kind"]) for _, d in docs if d["kind"] != "Application"}
@@ -73,7 +78,9 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
                 obs.drills[app] = argocd.drill(argo, app, kinds)
                 log(f"simulate: delete drill {app}: {len(obs.drills[app])} objects deleted, restored "
                     f"({time.monotonic() - started:.1f} s)")
-            obs.settled = _settle(cp) and obs.settled
+            obs.settled = _settle(cp, resubmitting) and obs.settled
+        if planned:
+            _play(cp, cfg, planned, docs, node_pool, obs, resubmitting, log, started)
         if inspect:
             inspect(cp)
         observe.observe(cp, obs, _tiers(docs), node_pool, since_events=since)
@@ -81,6 +88,56 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
             cp.failed = True
     obs.seconds = time.monotonic() - started
     return obs, (cp.workdir if cp.failed or keep_logs else None)
+
+
+def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool, obs: observe.Observation,
+          resubmitting: bool, log, started: float) -> None:
+    """Each step: its actions, the replicas, settle, and what the cluster holds then."""
+    from colocate import offline
+    from colocate.kube import TFJobs, api_client
+
+    jobs = TFJobs(api_client(str(cp.kubeconfig)))
+    tiers = _tiers(docs)
+    current: dict[str, int] = {}
+    for index, step in enumerate(planned):
+        since = cp.request("GET", "/api/v1/events?limit=1")["metadata"]["resourceVersion"]
+        report = steps_mod.StepReport(step.name, actions=list(step.notes))
+        changed = False
+        if step.offline:
+            for namespace in _training_namespaces(docs):
+                done = offline.run(jobs, namespace, step.offline)
+                report.actions.append(f"offline {step.offline}: {len(done)} TFJob(s) in {namespace}")
+            changed = True
+        if step.lose_node:
+            node = steps_mod.lose_node(cp, step.lose_node, node_pool)
+            report.actions.append(f"node {node} lost (tainted {steps_mod.OUT_OF_SERVICE['key']}:NoExecute)")
+            changed = True
+        wanted = {k: v for k, v in step.scale.items() if current.get(k) != v}
+        if changed and wanted:
+            # The schedule pauses ahead of the peak (pauseLeadMinutes): the paused pods are gone
+            # before the online replicas grow, as on the cluster.
+            report.settled = _settle(cp, resubmitting)
+        if wanted:
+            _scale_to(cp, wanted, f"scenario {obs.scenario}, step {step.name}")
+            current.update(wanted)
+            changed = True
+        if changed:
+            report.settled = _settle(cp, resubmitting) and report.settled
+        steps_mod.report(cp, report, index, tiers, node_pool, observe.tier_of, since)
+        obs.steps.append(report)
+        log(f"simulate: step {step.name}: online {report.online_placed}/{report.online_desired} placed, training "
+            f"{report.training_running} running, {report.training_pending} pending, {report.training_suspended} "
+            f"suspended; {report.preemptions} preempted, {report.resubmissions} resubmitted "
+            f"({time.monotonic() - started:.1f} s)")
+
+
+def _training_namespaces(docs) -> list[str]:
+    """The namespaces the TFJobs of dist/ live in (the resubmitter watches them)."""
+    from colocate.model.names import TFJOB_KIND
+
+    found = sorted({d["metadata"]["namespace"] for _, d in docs if d["kind"] == TFJOB_KIND})
+    return found or sorted({d["metadata"]["name"] for _, d in docs if d["kind"] == "Namespace"
+                            and (d["metadata"].get("labels") or {}).get(TIER_LABEL) == "offline"})
 
 
 def _node_counts(pools: list[nodes.SimPool], scenario: Scenario) -> dict[str, int]:
@@ -158,6 +215,10 @@ def _scale(cp: ControlPlane, docs, scenario: Scenario) -> None:
             peak = (d["metadata"].get("annotations") or {}).get(PEAK_REPLICAS_ANNOTATION)
             if peak and d["kind"] in ("Deployment", "StatefulSet"):
                 wanted.setdefault(f"{d['kind']}/{d['metadata']['namespace']}/{d['metadata']['name']}", int(peak))
+    _scale_to(cp, wanted, f"scenario {scenario.name}")
+
+
+def _scale_to(cp: ControlPlane, wanted: dict[str, int], where: str) -> None:
     for workload, replicas in wanted.items():
         kind, namespace, name = workload.split("/")
         path = cp.path("apps/v1", kind, namespace, name)
@@ -165,17 +226,17 @@ def _scale(cp: ControlPlane, docs, scenario: Scenario) -> None:
             cp.request("PATCH", f"{path}/scale", {"spec": {"replicas": replicas}},
                        content_type="application/merge-patch+json")
         except urllib.error.HTTPError as exc:
-            raise InputError(f"scenario {scenario.name}", f"scale.{workload}", refusal(exc)) from None
+            raise InputError(where, f"scale.{workload}", refusal(exc)) from None
 
 
-def _settle(cp: ControlPlane) -> bool:
+def _settle(cp: ControlPlane, resubmitting: bool = False) -> bool:
     """Bind claims and wait until pods, claims and TFJobs stop changing; False on timeout."""
     deadline = time.monotonic() + SETTLE_TIMEOUT
     last, quiet_since = None, time.monotonic()
     while time.monotonic() < deadline:
         cp.check_alive()
         components.provision(cp)
-        now = _fingerprint(cp)
+        now = _fingerprint(cp, resubmitting)
         if now != last:
             last, quiet_since = now, time.monotonic()
         elif time.monotonic() - quiet_since >= QUIET_SECONDS:
@@ -184,18 +245,22 @@ def _settle(cp: ControlPlane) -> bool:
     return False
 
 
-def _fingerprint(cp: ControlPlane) -> tuple:
+def _fingerprint(cp: ControlPlane, resubmitting: bool = False) -> tuple:
     pods = tuple(sorted((p["metadata"]["namespace"], p["metadata"]["name"], p["spec"].get("nodeName") or "",
                          p.get("status", {}).get("phase", ""), bool(p["metadata"].get("deletionTimestamp")))
                         for p in cp.items("/api/v1/pods")))
     claims = tuple(sorted((c["metadata"]["name"], c.get("status", {}).get("phase", ""))
                           for c in cp.items("/api/v1/persistentvolumeclaims")))
-    jobs = tuple(sorted((j["metadata"]["name"], observe.tfjob_state(j)) for j in cp.items("/apis/kubeflow.org/v1/tfjobs")))
+    live = cp.items("/apis/kubeflow.org/v1/tfjobs")
+    jobs = tuple(sorted((j["metadata"]["name"], j["metadata"].get("uid"), observe.tfjob_state(j)) for j in live))
     # A controller that has not yet seen its object's newest spec is not quiet, however long.
     behind = [w["metadata"]["name"] for kind in ("deployments", "statefulsets", "daemonsets", "replicasets")
               for w in cp.items(f"/apis/apps/v1/{kind}")
               if w.get("status", {}).get("observedGeneration", 0) < w["metadata"].get("generation", 0)]
-    pending = {name for name, state in jobs if state == "Pending"}
+    if resubmitting:  # a resubmission waiting out its backoff is work still to come
+        behind += [j["metadata"]["name"] for j in live
+                   if resubmit_policy.decide(j, components.SIM_SETTINGS).action == "resubmit"]
+    pending = {name for name, _, state in jobs if state == "Pending"}
     if pending:  # no condition yet: the operator has not acted on it, unless it said why not
         said = {e["involvedObject"].get("name") for e in cp.items("/api/v1/events")
                 if e["involvedObject"].get("kind") == "TFJob"}

@@ -30,6 +30,12 @@ class Scenario:
     #: Child Applications to delete in turn (as if their file were removed), listing what Argo CD
     #: deletes, then restoring: all of ours (True), the named ones, or none.
     delete_drill: bool | tuple[str, ...] = False
+    #: Run ``colocate resubmitter`` beside the training-operator.
+    resubmitter: bool = True
+    #: Steps played after the first sync (raw mappings: name, peak, scale, offline, loseNode).
+    steps: tuple[Mapping, ...] = ()
+    #: The day in hour steps: curves per workload and one unplanned spike.
+    day: Mapping | None = None
 
 
 def shipped() -> list[str]:
@@ -49,4 +55,6 @@ def load(name_or_file: str) -> Scenario:
     return Scenario(name=data.get("name", path.stem), description=data.get("description", ""),
                     scale_to_peak=data.get("scaleToPeak", False), scale=dict(data.get("scale") or {}),
                     nodes=dict(data.get("nodes") or {}), offline_may_wait=data.get("offlineMayWait", False),
-                    delete_drill=tuple(d) if isinstance(d := data.get("deleteDrill", False), list) else d)
+                    delete_drill=tuple(d) if isinstance(d := data.get("deleteDrill", False), list) else d,
+                    resubmitter=data.get("resubmitter", True), steps=tuple(data.get("steps") or ()),
+                    day=data.get("day"))

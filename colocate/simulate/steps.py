@@ -1,0 +1,203 @@
+"""Scenarios in steps: at each step the simulation runs the step's actions (the schedule's
+``offline pause|resume``, a lost node), sets the online replicas, lets the cluster settle and
+records what it holds: online pods desired and placed, training pods, requests per pool and tier,
+preemptions and resubmissions. The ``day`` scenario is 25 hour steps (docs/simulate.md)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from colocate import quantity
+from colocate.model.names import GPU, JOB_NAME_LABEL, PEAK_REPLICAS_ANNOTATION, RESUBMITTED_REASON
+from colocate.review.capacity import pod_resources
+from colocate.simulate.charts import PoolHour
+from colocate.simulate.control_plane import ControlPlane
+from colocate.simulate.observe import tfjob_state
+
+#: The NoExecute taint of a node declared out of service (non-graceful node shutdown, GA in 1.28:
+#: kubernetes v1.28.15 pkg/controller/podgc/gc_controller.go, k8s.io/api core/v1 well_known_taints.go).
+OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
+_DONE = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True)
+class Step:
+    """What the scenario does at one step."""
+
+    name: str
+    #: Replicas by workload (``Deployment/online/recsys-inference``), absolute.
+    scale: Mapping[str, int] = field(default_factory=dict)
+    #: ``colocate offline pause`` or ``resume`` before the replicas change.
+    offline: str | None = None
+    #: A node of this pool is lost (tainted out of service, so the taint manager evicts its pods).
+    lose_node: str | None = None
+    #: What else the step is, for the report ("spike").
+    notes: tuple[str, ...] = ()
+
+
+@dataclass
+class StepReport:
+    name: str
+    actions: list[str] = field(default_factory=list)
+    online_desired: int = 0
+    online_placed: int = 0
+    #: Online pods not placed at this step: namespace/name and the scheduler's reason.
+    unplaced_online: list[str] = field(default_factory=list)
+    training_running: int = 0
+    training_pending: int = 0
+    #: Replicas of suspended TFJobs (their pods are gone while paused).
+    training_suspended: int = 0
+    #: Requests by tier against allocatable, per pool and resource (hour = the step's index).
+    use: list[PoolHour] = field(default_factory=list)
+    preemptions: int = 0
+    resubmissions: int = 0
+    tfjobs: dict[str, str] = field(default_factory=dict)
+    #: Per Argo CD Application, how many sync operations it has run so far (its history).
+    argocd_operations: dict[str, int] = field(default_factory=dict)
+    settled: bool = True
+
+
+def plan(scenario, docs, schedule) -> list[Step]:
+    """The steps a scenario plays: its own list, or the day's 25 hours from the schedule."""
+    from colocate.errors import InputError
+
+    normal = {workload_key(d): int(d["spec"].get("replicas", 1)) for _, d in docs
+              if d["kind"] in ("Deployment", "StatefulSet")}
+    peak = {workload_key(d): int(d["metadata"]["annotations"][PEAK_REPLICAS_ANNOTATION]) for _, d in docs
+            if d["kind"] in ("Deployment", "StatefulSet") and PEAK_REPLICAS_ANNOTATION in (d["metadata"].get("annotations") or {})}
+    for where, scale in [(f"steps[{i}].scale", s.get("scale") or {}) for i, s in enumerate(scenario.steps)] + \
+            [("day.spike.scale", ((scenario.day or {}).get("spike") or {}).get("scale") or {}),
+             ("day.curves", (scenario.day or {}).get("curves") or {})]:
+        unknown = sorted(set(scale) - set(normal))
+        if unknown:
+            raise InputError(f"scenario {scenario.name}", where, f"no such workload in dist/: {', '.join(unknown)}; "
+                             f"workloads: {', '.join(sorted(normal))}")
+    if scenario.steps:
+        return [Step(s["name"], {**(peak if s.get("peak") else {k: normal[k] for k in peak} if s.get("peak") is False
+                                    else {}), **(s.get("scale") or {})}, s.get("offline"), s.get("loseNode"))
+                for s in scenario.steps]
+    if scenario.day is None:
+        return []
+    if schedule is None:
+        raise InputError("colocate.yaml", "$.schedule", "missing: the day scenario pauses and resumes training at "
+                         "the schedule's edges (docs/schedule.md)")
+    curves = scenario.day.get("curves") or {}
+    spike = scenario.day.get("spike") or {}
+    steps = []
+    for hour in range(25):
+        minute = hour * 60
+        inside = (schedule.peak_start <= minute < schedule.peak_end if schedule.peak_start < schedule.peak_end
+                  else minute >= schedule.peak_start or minute < schedule.peak_end)
+        scale = {}
+        for key in peak:
+            fraction = curves[key][hour] if key in curves else (1.0 if inside else 0.0)
+            scale[key] = normal[key] + round(fraction * (peak[key] - normal[key]))
+        actions = []
+        if hour == spike.get("hour"):
+            scale.update(spike.get("scale") or peak)
+            actions.append("spike")
+        offline = next((a for a, at in (("pause", schedule.pause_at), ("resume", schedule.resume_at))
+                        if (hour - 1) * 60 < at <= minute), None)
+        steps.append(Step(f"{hour:02d}:00", scale, offline, None, tuple(actions)))
+    return steps
+
+
+def workload_key(doc: Mapping[str, Any]) -> str:
+    return f"{doc['kind']}/{doc['metadata']['namespace']}/{doc['metadata']['name']}"
+
+
+def lose_node(cp: ControlPlane, pool: str, node_pool: Mapping[str, str]) -> str:
+    """Taint the node of ``pool`` that runs the most training pods out of service; its name."""
+    pods = [p for p in cp.items("/api/v1/pods") if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
+    candidates = sorted(n for n, p in node_pool.items() if p == pool)
+    if not candidates:
+        raise ValueError(f"no node in pool {pool}")
+    node = max(candidates, key=lambda n: (sum(1 for p in pods if p["spec"]["nodeName"] == n
+                                              and JOB_NAME_LABEL in (p["metadata"].get("labels") or {})), n))
+    current = cp.request("GET", f"/api/v1/nodes/{node}")
+    taints = [*(current["spec"].get("taints") or []), OUT_OF_SERVICE]
+    cp.request("PATCH", f"/api/v1/nodes/{node}", {"spec": {"taints": taints}}, content_type="application/merge-patch+json")
+    return node
+
+
+def report(cp: ControlPlane, step: StepReport, index: int, tiers: Mapping[str, str], node_pool: Mapping[str, str],
+           tier_of: Callable[[Mapping[str, Any], Mapping[str, str]], str], since_events: str) -> StepReport:
+    """Fill ``step`` from the cluster as it is now; events newer than ``since_events`` count."""
+    pods = cp.items("/api/v1/pods")
+    online_ns = set()
+    for kind in ("deployments", "statefulsets"):
+        for w in cp.items(f"/apis/apps/v1/{kind}"):
+            template = w["spec"]["template"]
+            if tier_of(template, tiers) == "online":
+                step.online_desired += int(w["spec"].get("replicas", 1))
+                online_ns.add(w["metadata"]["namespace"])
+    for pod in pods:
+        if pod["metadata"].get("deletionTimestamp") or pod.get("status", {}).get("phase") in _DONE:
+            continue
+        tier = tier_of(pod, tiers)
+        placed = bool(pod["spec"].get("nodeName"))
+        if tier == "online":
+            if placed:
+                step.online_placed += 1
+            else:
+                step.unplaced_online.append(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}: "
+                                            + _unschedulable(pod))
+        if JOB_NAME_LABEL in (pod["metadata"].get("labels") or {}):
+            if placed:
+                step.training_running += 1
+            else:
+                step.training_pending += 1
+    for job in cp.items("/apis/kubeflow.org/v1/tfjobs"):
+        name = f"{job['metadata']['namespace']}/{job['metadata']['name']}"
+        step.tfjobs[name] = tfjob_state(job)
+        if ((job.get("spec") or {}).get("runPolicy") or {}).get("suspend"):
+            step.training_suspended += sum(int(r.get("replicas", 1)) for r in job["spec"]["tfReplicaSpecs"].values())
+    step.use = _use(index, pods, cp.items("/api/v1/nodes"), tiers, node_pool, tier_of)
+    for app in cp.items("/apis/argoproj.io/v1alpha1/applications"):
+        status = app.get("status") or {}
+        # Each finished sync adds a history entry (argo-cd v2.10.15 controller/
+        # state.go persistRevisionHistory, kept to revisionHistoryLimit, 10); the one under way counts too.
+        running = (status.get("operationState") or {}).get("phase") == "Running"
+        step.argocd_operations[app["metadata"]["name"]] = len(status.get("history") or []) + running
+    for event in cp.items("/api/v1/events"):
+        if since_events and int(event["metadata"]["resourceVersion"]) <= int(since_events):
+            continue
+        if event.get("reason") == "Preempted":
+            step.preemptions += 1
+        elif event.get("reason") == RESUBMITTED_REASON:
+            step.resubmissions += 1
+    return step
+
+
+def _unschedulable(pod: Mapping[str, Any]) -> str:
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") != "True":
+            return condition.get("message") or condition.get("reason") or "not scheduled"
+    return "not yet scheduled"
+
+
+def _use(index, pods, nodes, tiers, node_pool, tier_of) -> list[PoolHour]:
+    allocatable: dict[str, dict[str, float]] = {}
+    for node in nodes:
+        pool = node_pool.get(node["metadata"]["name"])
+        if pool is None:
+            continue
+        a = node.get("status", {}).get("allocatable") or {}
+        ready = not any(t.get("effect") == "NoExecute" for t in node["spec"].get("taints") or [])
+        got = allocatable.setdefault(pool, {"cpu": 0.0, "memory": 0.0, "gpu": 0.0})
+        if ready:  # a node that is out of service offers nothing
+            got["cpu"] += quantity.millicores(a.get("cpu", 0)) / 1000
+            got["memory"] += quantity.to_bytes(a.get("memory", 0)) / 2**30
+            got["gpu"] += float(quantity.parse(a.get(GPU, 0)))
+    requested: dict[tuple[str, str], dict[str, float]] = {}
+    for pod in pods:
+        node = pod["spec"].get("nodeName")
+        if not node or node not in node_pool or pod.get("status", {}).get("phase") in _DONE:
+            continue
+        r = pod_resources(pod["spec"])
+        tier = tier_of(pod, tiers)
+        for resource, value in (("cpu", r.cpu_milli / 1000), ("memory", r.memory_bytes / 2**30), ("gpu", float(r.gpus))):
+            by_tier = requested.setdefault((node_pool[node], resource), {})
+            by_tier[tier] = by_tier.get(tier, 0.0) + value
+    return [PoolHour(index, pool, resource, dict(sorted(requested.get((pool, resource), {}).items())), totals[resource])
+            for pool, totals in sorted(allocatable.items()) for resource in ("cpu", "memory", "gpu")]
