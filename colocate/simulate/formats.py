@@ -126,7 +126,10 @@ def headline(obs: Observation) -> list[str]:
 
 
 def _pct(use) -> str:
-    return f"{100 * sum(use.requested.values()) / use.allocatable:.0f}%"
+    """``58% (offline 58%)``: all tiers' requests against allocatable, then each tier's share."""
+    tiers = ", ".join(f"{tier} {100 * value / use.allocatable:.0f}%" for tier, value in sorted(use.requested.items())
+                      if tier in ("online", OFFLINE) and value)
+    return f"{100 * sum(use.requested.values()) / use.allocatable:.0f}%" + (f" ({tiers})" if tiers else "")
 
 
 def to_text(obs: Observation, logs: Path | None = None) -> str:

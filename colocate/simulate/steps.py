@@ -107,17 +107,23 @@ def workload_key(doc: Mapping[str, Any]) -> str:
 
 
 def lose_node(cp: ControlPlane, pool: str, node_pool: Mapping[str, str]) -> str:
-    """Taint the node of ``pool`` that runs the most training pods out of service; its name."""
+    """Take the node of ``pool`` that runs the most training pods out of service; its name."""
     pods = [p for p in cp.items("/api/v1/pods") if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
     candidates = sorted(n for n, p in node_pool.items() if p == pool)
     if not candidates:
         raise ValueError(f"no node in pool {pool}")
     node = max(candidates, key=lambda n: (sum(1 for p in pods if p["spec"]["nodeName"] == n
                                               and JOB_NAME_LABEL in (p["metadata"].get("labels") or {})), n))
+    out_of_service(cp, node)
+    return node
+
+
+def out_of_service(cp: ControlPlane, node: str) -> None:
+    """Taint ``node`` out of service (NoExecute): the taint manager evicts every pod that does not
+    tolerate it, with DisruptionTarget reason DeletionByTaintManager."""
     current = cp.request("GET", f"/api/v1/nodes/{node}")
     taints = [*(current["spec"].get("taints") or []), OUT_OF_SERVICE]
     cp.request("PATCH", f"/api/v1/nodes/{node}", {"spec": {"taints": taints}}, content_type="application/merge-patch+json")
-    return node
 
 
 def report(cp: ControlPlane, step: StepReport, index: int, tiers: Mapping[str, str], node_pool: Mapping[str, str],
