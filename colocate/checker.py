@@ -435,7 +435,8 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
     # kubeconform takes most of the wall time: parse and run the rules while it works.
     try:
         phase("start kubeconform")  # inside the try: a Ctrl-C from here on stops kubeconform too
-        docs = _parse(inputs.files)
+        tally: list[int] = []
+        docs = _parse(inputs.files, tally)
         if not docs:
             raise InputError(", ".join(map(str, paths)), "", "no Kubernetes objects found")
         phase("parse YAML")
@@ -449,6 +450,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         rule_findings = evaluate(rules, index, timings)
         clock[0] = time.perf_counter()
         schema_result = kubeconform.wait(validation)
+        kubeconform.unjudged(schema_result, sum(tally))
         phase("wait for kubeconform")
     finally:
         if validation.poll() is None:
@@ -464,11 +466,11 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
     return CheckResult(findings, schema_result, len(docs), [r.filled(ctx.values) for r in rules], suppressed)
 
 
-def _parse(files: Iterable[Path]) -> list[Doc]:
+def _parse(files: Iterable[Path], tally: list[int] | None = None) -> list[Doc]:
     """The objects of the files, frozen out of the cyclic collector's scans: they are millions
     of containers that live until the check ends, without cycles, and every full collection
     during the rules would rescan them all. :func:`check` unfreezes them when done (after an
     exception, the next check does)."""
-    docs = manifests.load_files(files)
+    docs = manifests.load_files(files, tally)
     gc.freeze()
     return docs

@@ -63,7 +63,9 @@ def start(paths: list[Path], kubernetes_version: str) -> subprocess.Popen:
     command = [binary(), "-strict", "-summary", "-output", "json", "-kubernetes-version", kubernetes_version]
     for location in schema_locations(kubernetes_version):
         command += ["-schema-location", location]
-    command += [str(p) for p in paths]
+    # "--" ends the options: a file named "-skip=Deployment,x.yaml" is a file, not an option
+    # (kubeconform parses its flags with Go's flag package, which stops at "--").
+    command += ["--", *(str(p) for p in paths)]
     try:
         return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     except OSError as exc:
@@ -83,6 +85,17 @@ def wait(proc: subprocess.Popen) -> Result:
         raise ToolMissing(f"{proc.args[0]}: kubeconform printed no summary; {INSTALL_HINT}")
     return Result(summary["valid"], summary["invalid"], summary["errors"], summary["skipped"],
                   report.get("resources") or [])
+
+
+def unjudged(result: Result, expected: int) -> None:
+    """Refuse a verdict that does not cover every object: kubeconform must have judged each one
+    (valid, invalid or error) and skipped none. ``expected`` counts the objects as kubeconform
+    splits them (:func:`colocate.manifests.kubeconform_resources`)."""
+    judged = result.valid + result.invalid + result.errors
+    if result.skipped or judged != expected:
+        raise ColocateError(f"kubeconform judged {judged} of the {expected} objects ({result.skipped} skipped): "
+                            "nothing may go unvalidated, so the check stops; a file name or an option that "
+                            "kubeconform read as one of its own can cause this")
 
 
 def run(paths: list[Path], kubernetes_version: str) -> Result:

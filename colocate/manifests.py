@@ -527,14 +527,26 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_files(paths: Iterable[Path]) -> list[Doc]:
-    """Parse every object in the files (see _objects)."""
+def kubeconform_resources(obj: dict[str, Any]) -> int:
+    """How many resources kubeconform v0.7.0 validates for one top-level document: the items of
+    a ``kind: List`` one by one (an ``items`` that is not an array gives none), anything else,
+    typed lists included, as one (pkg/resource/resource.go, Resources)."""
+    if str(obj.get("kind", "")).lower() == "list":
+        items = obj.get("items")
+        return len(items) if isinstance(items, list) else 0
+    return 1
+
+
+def load_files(paths: Iterable[Path], tally: list[int] | None = None) -> list[Doc]:
+    """Parse every object in the files (see _objects). ``tally``, when given, receives the
+    number of resources kubeconform validates in them (kubeconform_resources)."""
     with _collector_paused():
-        return _load_files(paths)
+        return _load_files(paths, tally)
 
 
-def _load_files(paths: Iterable[Path]) -> list[Doc]:
+def _load_files(paths: Iterable[Path], tally: list[int] | None = None) -> list[Doc]:
     docs: list[Doc] = []
+    resources = 0
     for path in paths:
         text = _read(path)
         documents = _json_documents if path.suffix.lower() == ".json" else _yaml_documents
@@ -545,6 +557,9 @@ def _load_files(paths: Iterable[Path]) -> list[Doc]:
                                                        "objects in a kind: List")
             if obj is not None:
                 docs.extend(_objects(path, line, obj, node))
+                resources += kubeconform_resources(obj)
+    if tally is not None:
+        tally.append(resources)
     return docs
 
 

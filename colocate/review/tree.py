@@ -65,7 +65,8 @@ def toplevel(cwd: Path) -> Path:
 
 def resolve(repo: Path, revision: str) -> str:
     """The commit a revision names; bad input (exit 2) when git does not know it."""
-    proc = _git(repo, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+    # --end-of-options: a revision that starts with "-" is a name git does not know, never an option.
+    proc = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
     if proc.returncode:
         raise ColocateError(f"unknown git revision {revision!r} in {repo}")
     return proc.stdout.decode().strip()

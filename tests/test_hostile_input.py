@@ -1,0 +1,71 @@
+"""Issue 21, hostile input round two: each item reproduced through the installed console script
+in a scratch folder, as a user (or an attacker naming files) would run it. Bad input is a clear
+error, exit 2, and nothing touched; no input prints a Python traceback or exits 3."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from tests.helpers import colocate
+
+IMAGE = "harbor.example.com/library/busybox:1.36"
+
+
+def write(path: Path, content: str | list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content if isinstance(content, str) else yaml.safe_dump_all(content, sort_keys=False))
+    return path
+
+
+def ran(proc: subprocess.CompletedProcess, code: int) -> subprocess.CompletedProcess:
+    """Assert the exit code, and that no traceback leaked."""
+    assert proc.returncode == code, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    return proc
+
+
+def deployment(**spec) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "web", "image": IMAGE}]}}, **spec}}
+
+
+# --- item 1: option injection into kubeconform -------------------------------------------------
+
+
+def _schema_findings(proc: subprocess.CompletedProcess) -> list[dict]:
+    return [f for f in json.loads(proc.stdout)["findings"] if f["rule"] == "SCHEMA"]
+
+
+def test_a_file_named_like_a_kubeconform_option_does_not_switch_off_validation(tmp_path):
+    write(tmp_path / "deploy.yaml", [deployment(replicas="three", unknownField=1)])
+    for name in ("-ignore-filename-pattern=.yaml", "-skip=Deployment,x.yaml"):
+        option = write(tmp_path / name, [{"apiVersion": "v1", "kind": "ConfigMap",
+                                           "metadata": {"name": "x", "namespace": "default"}}])
+        proc = ran(colocate("check", ".", "--format", "json", cwd=tmp_path), 1)
+        schema = _schema_findings(proc)
+        assert [f["file"] for f in schema] == ["deploy.yaml"], proc.stdout
+        assert "replicas" in schema[0]["message"] or "unknownField" in schema[0]["message"], schema
+        option.unlink()
+
+
+def test_a_harmless_dash_file_is_checked_like_any_other(tmp_path):
+    write(tmp_path / "-dash.yaml", [{"apiVersion": "v1", "kind": "ConfigMap",
+                                     "metadata": {"name": "x", "namespace": "default"}, "data": {"a": "b"}}])
+    proc = ran(colocate("check", ".", cwd=tmp_path), 0)
+    assert "kubeconform: 1 valid, 0 invalid" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+def test_objects_kubeconform_did_not_count_are_an_error(tmp_path):
+    # A kubeconform that reports fewer resources than the files hold has skipped some: refuse.
+    fake = write(tmp_path / "kubeconform", "#!/bin/sh\n"
+                 "echo '{\"resources\": [], \"summary\": {\"valid\": 0, \"invalid\": 0, \"errors\": 0, \"skipped\": 0}}'\n")
+    fake.chmod(0o755)
+    write(tmp_path / "cm.yaml", [{"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"name": "x", "namespace": "default"}}])
+    proc = ran(colocate("check", "cm.yaml", cwd=tmp_path, env={"KUBECONFORM": str(fake)}), 2)
+    assert "kubeconform judged 0 of the 1 objects" in proc.stderr, proc.stderr
