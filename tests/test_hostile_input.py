@@ -69,3 +69,36 @@ def test_objects_kubeconform_did_not_count_are_an_error(tmp_path):
                                   "metadata": {"name": "x", "namespace": "default"}}])
     proc = ran(colocate("check", "cm.yaml", cwd=tmp_path, env={"KUBECONFORM": str(fake)}), 2)
     assert "kubeconform judged 0 of the 1 objects" in proc.stderr, proc.stderr
+
+
+# --- item 2: the labels every kubelet sets -----------------------------------------------------
+
+
+def _pool_findings(proc: subprocess.CompletedProcess) -> list[dict]:
+    return [f for f in json.loads(proc.stdout)["findings"] if f["rule"] == "COL050"]
+
+
+def test_the_well_known_node_labels_select_every_pool(tmp_path):
+    # k8s.io/api v0.28.15 core/v1/well_known_labels.go and k8s.io/kubelet pkg/apis: the kubelet
+    # sets kubernetes.io/os and kubernetes.io/arch, and the beta. forms, on every node.
+    selectors = [{"kubernetes.io/os": "linux"}, {"kubernetes.io/arch": "amd64"},
+                 {"beta.kubernetes.io/os": "linux"}, {"beta.kubernetes.io/arch": "amd64"}]
+    for i, selector in enumerate(selectors):
+        d = deployment()
+        d["metadata"]["name"] = f"web{i}"
+        d["spec"]["template"]["spec"]["nodeSelector"] = selector
+        write(tmp_path / f"web{i}.yaml", [d])
+    proc = ran(colocate("check", ".", "--cluster", str(_repo_nodes()), "--format", "json", cwd=tmp_path), 1)
+    assert _pool_findings(proc) == [], proc.stdout
+    # A value no kubelet sets still selects no pool.
+    d = deployment()
+    d["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/os": "windows"}
+    write(tmp_path / "web0.yaml", [d])
+    proc = ran(colocate("check", "web0.yaml", "--cluster", str(_repo_nodes()), "--format", "json", cwd=tmp_path), 1)
+    assert [f["file"] for f in _pool_findings(proc)] == ["web0.yaml"], proc.stdout
+
+
+def _repo_nodes() -> Path:
+    from colocate import ROOT
+
+    return ROOT / "dist" / "nodes"
