@@ -102,3 +102,73 @@ def _repo_nodes() -> Path:
     from colocate import ROOT
 
     return ROOT / "dist" / "nodes"
+
+
+# --- item 3: a priority-tier inversion ---------------------------------------------------------
+
+
+def _dist_copy(dest: Path) -> Path:
+    import shutil
+    from colocate import ROOT
+
+    shutil.copytree(ROOT / "dist", dest)
+    return dest
+
+
+def _set_value(dist: Path, name: str, value: int) -> None:
+    path = dist / "apps" / "platform" / f"priorityclass.{name}.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["value"] = value
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def _rules(proc: subprocess.CompletedProcess) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for f in json.loads(proc.stdout)["findings"]:
+        out.setdefault(f["rule"], []).append(f)
+    return out
+
+
+def test_offline_above_online_is_an_error(tmp_path):
+    dist = _dist_copy(tmp_path / "dist")
+    _set_value(dist, "offline-batch", 10_000_000)
+    found = _rules(ran(colocate("check", "dist", "--format", "json", cwd=tmp_path), 1))
+    [inversion] = found["COL011"]
+    assert inversion["name"] == "offline-batch", inversion
+    assert "offline-batch=10000000 (offline tier) is not below online-high=1000000 (online tier)" in inversion["message"]
+    # COL008 judges the pods against the checked offline class, not the model's value.
+    assert [f["namespace"] for f in found["COL008"]] == ["online"], found.get("COL008")
+
+
+def test_a_small_inversion_is_one_inversion_not_a_gap_to_widen(tmp_path):
+    dist = _dist_copy(tmp_path / "dist")
+    _set_value(dist, "offline-batch", 2_000_000)
+    found = _rules(ran(colocate("check", "dist", "--format", "json", cwd=tmp_path), 1))
+    assert [f["name"] for f in found["COL011"]] == ["offline-batch"], found
+    assert "COL001" not in found, found["COL001"]
+
+
+def test_pod_priority_reads_the_checked_offline_class(tmp_path):
+    classes = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": name, "labels": {"colocate.io/tier": tier}}, "value": value}
+               for name, tier, value in (("online-high", "online", 100_000_000), ("offline-batch", "offline", 1_000_000))]
+    mid = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "mid"}, "value": 500_000}
+    d = deployment()
+    d["spec"]["template"]["spec"]["priorityClassName"] = "mid"
+    write(tmp_path / "all.yaml", [*classes, mid, d])
+    found = _rules(ran(colocate("check", "all.yaml", "--format", "json", cwd=tmp_path), 1))
+    assert [f["message"] for f in found["COL008"]] == [found["COL008"][0]["message"]]
+    assert "mid (500000) is not above offline-batch (1000000)" in found["COL008"][0]["message"], found["COL008"]
+
+
+def test_diff_names_an_inversion_as_dangerous(tmp_path):
+    from tests.helpers import git
+
+    dist = _dist_copy(tmp_path / "dist")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "base")
+    _set_value(dist, "offline-batch", 10_000_000)
+    proc = ran(colocate("diff", "main", "--no-policy", "--no-capacity", cwd=tmp_path), 0)
+    assert "tier inversion: offline-batch (offline, 10000000) now outranks online-high (online, 1000000)" \
+        in proc.stdout, proc.stdout

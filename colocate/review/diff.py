@@ -59,17 +59,19 @@ def _order(key: Key) -> tuple[str, str, str]:
 def compare_trees(base: tree.Tree, head: tree.Tree) -> list[ObjectChange]:
     """Every added, removed and changed object, by Application, then kind/namespace/name."""
     out = []
+    inverted = danger.tier_inversions(base.objects, head.objects)
     for key in sorted(set(base.objects) | set(head.objects), key=_order):
         old, new = base.objects.get(key), head.objects.get(key)
+        extra = tuple(inverted.get(key.name, ())) if key.kind == "PriorityClass" and new is not None else ()
         if old is None:
-            out.append(ObjectChange(new.app, key, new.file, ADDED))
+            out.append(ObjectChange(new.app, key, new.file, ADDED, dangers=extra))
         elif new is None:
             out.append(ObjectChange(old.app, key, old.file, REMOVED, dangers=tuple(danger.removed(old))))
         else:
             fields = compare.diff(old.obj, new.obj)
             if fields:
                 out.append(ObjectChange(new.app, key, new.file, CHANGED, tuple(fields),
-                                        tuple(danger.changed(old, new, fields))))
+                                        extra + tuple(danger.changed(old, new, fields))))
     return sorted(out, key=lambda c: (c.app, _order(c.key)))
 
 
