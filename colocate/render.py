@@ -100,17 +100,26 @@ def index(manifests: list[Manifest], release: str, kubernetes_version: str, apps
 
 def render(manifests: Iterable[Manifest], index_doc: dict, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Every dist/ file's relative path and text: the manifests, and ``extra`` files that are
-    not manifests (containerd's TOML). Raises on two files with one path."""
-    files: dict[str, str] = {INDEX_FILE: dump(index_doc)}
+    not manifests (containerd's TOML). The index lists the extra files too, under ``files`` of
+    the deepest folder holding each, so that a file nobody listed is known not to be ours
+    (foreign_files). Raises on two files with one path."""
+    files: dict[str, str] = {}
     for m in manifests:
         if m.path in files:
             raise ValueError(f"two objects would be written to dist/{m.path}: "
                              f"{m.kind} {m.namespace}/{m.name} is defined twice")
         files[m.path] = dump(canonical(m.obj))
-    for path, text in (extra or {}).items():
-        if path in files or path.endswith((".yaml", ".yml")):
+    folders = {name: {**entry} for name, entry in index_doc.get("folders", {}).items()}
+    for path, text in sorted((extra or {}).items()):
+        if path in files or path == INDEX_FILE or path.endswith((".yaml", ".yml")):
             raise ValueError(f"dist/{path}: an extra file must not be, or look like, a manifest")
+        owner = max((name for name in folders if path.startswith(f"{name}/")), key=len, default=None)
+        if owner is None:
+            owner = path.rpartition("/")[0]
+            folders[owner] = {"objects": []}
+        folders[owner]["files"] = [*folders[owner].get("files", ()), path.removeprefix(f"{owner}/")]
         files[path] = text
+    files[INDEX_FILE] = dump({**index_doc, "folders": {k: folders[k] for k in sorted(folders)}})
     return dict(sorted(files.items()))
 
 
@@ -141,10 +150,16 @@ def compare_tree(files: dict[str, str], outdir: Path) -> TreeDiff:
                     modified=tuple(sorted(p for p in files if p in on_disk and files[p] != on_disk[p])))
 
 
+#: The non-YAML files synth wrote before the index listed them (release 2026.12.0 and earlier):
+#: containerd's drop-in and registry hosts files under a node pool's folder.
+_LEGACY_EXTRA = re.compile(r"^containerd/(conf\.d/[^/]+\.toml|certs\.d/[^/]+/hosts\.toml)$")
+
+
 def foreign_files(folder: Path) -> list[str] | None:
     """What in ``folder`` an earlier synth did not write: None when its index.yaml is not our
     DistIndex, else every path (relative, sorted) that is not index.yaml, an object the index
-    lists, or an extra file (never .yaml) in a folder the index lists."""
+    lists, or an extra file the index lists (``files`` of its folder; an index written before
+    it listed them: containerd's files of a node pool, _LEGACY_EXTRA)."""
     try:
         doc = yaml.load((folder / INDEX_FILE).read_text(), Loader=_Loader)
     except (OSError, yaml.YAMLError, UnicodeDecodeError):
@@ -152,15 +167,19 @@ def foreign_files(folder: Path) -> list[str] | None:
     if not (isinstance(doc, dict) and doc.get("kind") == "DistIndex" and doc.get("apiVersion") == INDEX_API_VERSION):
         return None
     listed = doc.get("folders") if isinstance(doc.get("folders"), dict) else {}
-    objects = {f"{name}/{o.get('file')}" for name, entry in listed.items() if isinstance(entry, dict)
-               for o in entry.get("objects") or () if isinstance(o, dict)}
+    listed = {str(name): entry for name, entry in listed.items() if isinstance(entry, dict)}
+    ours = {f"{name}/{o.get('file')}" for name, entry in listed.items()
+            for o in entry.get("objects") or () if isinstance(o, dict)}
+    ours |= {f"{name}/{f}" for name, entry in listed.items() for f in entry.get("files") or () if isinstance(f, str)}
+    legacy = not any("files" in entry for entry in listed.values())
     out = []
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder).as_posix()
         if path.is_dir() and not path.is_symlink():
             continue
-        extra = not rel.endswith((".yaml", ".yml")) and any(rel.startswith(f"{name}/") for name in listed)
-        if rel != INDEX_FILE and rel not in objects and not extra:
+        extra = legacy and path.is_file() and not path.is_symlink() and any(
+            rel.startswith(f"{name}/") and _LEGACY_EXTRA.match(rel.removeprefix(f"{name}/")) for name in listed)
+        if rel != INDEX_FILE and rel not in ours and not extra:
             out.append(rel)
     return out
 

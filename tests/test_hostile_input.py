@@ -172,3 +172,37 @@ def test_diff_names_an_inversion_as_dangerous(tmp_path):
     proc = ran(colocate("diff", "main", "--no-policy", "--no-capacity", cwd=tmp_path), 0)
     assert "tier inversion: offline-batch (offline, 10000000) now outranks online-high (online, 1000000)" \
         in proc.stdout, proc.stdout
+
+
+# --- item 4: synth never deletes a user's files ------------------------------------------------
+
+
+def test_synth_refuses_a_dist_holding_user_files_and_touches_nothing(tmp_path):
+    from colocate import render
+
+    out = tmp_path / "dist"
+    ran(colocate("synth", "--outdir", str(out), cwd=tmp_path), 0)
+    for rel in ("apps/online/NOTES.md", "nodes/mixed/containerd/harbor-ca.crt", "apps/online/extra/keep.txt"):
+        write(out / rel, "mine\n")
+        before = render.read_tree(out)
+        proc = ran(colocate("synth", "--outdir", str(out), cwd=tmp_path), 2)
+        assert f"holds files synth did not write ({rel})" in proc.stderr, proc.stderr
+        assert render.read_tree(out) == before
+        (out / rel).unlink()
+    # Without them, synth replaces its own tree again.
+    ran(colocate("synth", "--outdir", str(out), cwd=tmp_path), 0)
+
+
+def test_an_index_written_before_it_listed_extra_files_keeps_only_containerds_files_ours(tmp_path):
+    from colocate import render
+
+    out = tmp_path / "dist"
+    ran(colocate("synth", "--outdir", str(out), cwd=tmp_path), 0)
+    index = yaml.safe_load((out / "index.yaml").read_text())
+    for entry in index["folders"].values():
+        entry.pop("files", None)
+    (out / "index.yaml").write_text(yaml.safe_dump(index, sort_keys=False))
+    assert render.foreign_files(out) == []
+    write(out / "nodes/mixed/containerd/harbor-ca.crt", "mine\n")
+    write(out / "apps/online/NOTES.md", "mine\n")
+    assert render.foreign_files(out) == ["apps/online/NOTES.md", "nodes/mixed/containerd/harbor-ca.crt"]
