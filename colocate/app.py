@@ -30,11 +30,11 @@ class Built:
 
 
 def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster | None = None,
-          jobs_dir: Path = jobs_mod.JOBS_DIR) -> Built:
+          jobs_dir: Path | None = None) -> Built:
     """Compose every chart. Constructs validate their props here and raise PropError."""
     config = config or config_mod.load()
     cluster = cluster or cluster_mod.reference(config)
-    jobs = jobs_mod.load(jobs_dir, config)
+    jobs = jobs_mod.load(jobs_dir or jobs_mod.JOBS_DIR, config, required=jobs_dir is not None)
     app = App()
     node_charts = [NodePoolChart(app, props) for props in cluster.pools]
     pools = {c.pool.name: c.pool for c in node_charts}
@@ -73,7 +73,7 @@ def render_files(built: Built) -> dict[str, str]:
     return render.render(items, doc, extra)
 
 
-def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path = jobs_mod.JOBS_DIR) -> dict[str, str]:
+def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path | None = None) -> dict[str, str]:
     """Build, render and write dist/. Any error before the swap leaves ``outdir`` untouched."""
     render.check_outdir(outdir)  # before the minutes of building, not after
     files = _render(config_path, jobs_dir)
@@ -82,11 +82,11 @@ def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path =
 
 
 def stale(outdir: Path = DIST, config_path: Path | None = None,
-          jobs_dir: Path = jobs_mod.JOBS_DIR) -> render.TreeDiff:
+          jobs_dir: Path | None = None) -> render.TreeDiff:
     """What ``synth`` would change in ``outdir``; writes nothing."""
     return render.compare_tree(_render(config_path, jobs_dir), outdir)
 
 
-def _render(config_path: Path | None, jobs_dir: Path) -> dict[str, str]:
+def _render(config_path: Path | None, jobs_dir: Path | None) -> dict[str, str]:
     config = config_mod.load(config_path) if config_path else config_mod.load()
     return render_files(build(config, jobs_dir=jobs_dir))

@@ -25,7 +25,7 @@ def _synth(args: argparse.Namespace) -> int:
 
     config = Path(args.config) if args.config else None
     if args.check:
-        diff = app.stale(Path(args.outdir), config, Path(args.jobs))
+        diff = app.stale(Path(args.outdir), config, _jobs(args))
         if not diff:
             print(f"colocate: {args.outdir} is up to date", file=sys.stderr)
             return EXIT_OK
@@ -36,9 +36,14 @@ def _synth(args: argparse.Namespace) -> int:
         print(f"colocate: {args.outdir} is stale ({count} files would change): run `{_synth_command(args)}` "
               f"and commit the result", file=sys.stderr)
         return EXIT_FINDINGS
-    files = app.synth(Path(args.outdir), config, Path(args.jobs))
+    files = app.synth(Path(args.outdir), config, _jobs(args))
     print(f"colocate: wrote {len(files)} files to {args.outdir}", file=sys.stderr)
     return EXIT_OK
+
+
+def _jobs(args: argparse.Namespace) -> Path | None:
+    """--jobs as given; None for the repository's jobs/, which may be missing (no job)."""
+    return Path(args.jobs) if args.jobs else None
 
 
 def _synth_command(args: argparse.Namespace) -> str:
@@ -46,7 +51,7 @@ def _synth_command(args: argparse.Namespace) -> str:
     words = ["colocate"] + (["--config", args.config] if args.config else []) + ["synth"]
     for option, default in (("outdir", _root() / "dist"), ("jobs", _root() / "jobs")):
         value = getattr(args, option)
-        if Path(value).resolve() != default:
+        if value and Path(value).resolve() != default:
             words += [f"--{option}", value]
     return " ".join(words)
 
@@ -212,7 +217,8 @@ def parser() -> argparse.ArgumentParser:
 
     s = command("synth", help="synthesize the cluster into dist/")
     s.add_argument("--outdir", default=str(_root() / "dist"), help="output folder (default: dist/)")
-    s.add_argument("--jobs", default=str(_root() / "jobs"), help="folder of job request files (default: jobs/)")
+    s.add_argument("--jobs", help="folder of job request files (default: the repository's jobs/; "
+                                  "none there, or an empty folder, is no job)")
     s.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 and list the files when the output folder is stale")
     s.set_defaults(func=_synth)

@@ -92,10 +92,15 @@ def load_file(path: Path, config: Config) -> JobFile:
     return JobFile(file, data)
 
 
-def load(jobs_dir: Path, config: Config) -> list[JobFile]:
-    """Every ``*.yaml`` in ``jobs_dir``, sorted by name."""
+def load(jobs_dir: Path, config: Config, required: bool = True) -> list[JobFile]:
+    """Every ``*.yaml`` in ``jobs_dir``, sorted by name. No job file is a normal state: an empty
+    folder, or, unless ``required`` (a folder the user named), no folder at all (git keeps no
+    empty folder, so ``git rm jobs/*.yaml`` removes jobs/ too)."""
     if not jobs_dir.is_dir():
-        raise InputError(display(jobs_dir), "", "no such jobs folder")
+        if not required and not jobs_dir.exists():
+            return []
+        raise InputError(display(jobs_dir), "", "no such jobs folder; name the folder that holds the job files "
+                         "(<name>.yaml), or leave --jobs out to use the repository's jobs/ (none there is no job)")
     for path in sorted(jobs_dir.glob("*.yml")):
         raise InputError(display(path), "", "job files end in .yaml; rename it, or it would be ignored")
     return [load_file(path, config) for path in sorted(jobs_dir.glob("*.yaml"))]

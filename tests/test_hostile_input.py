@@ -206,3 +206,44 @@ def test_an_index_written_before_it_listed_extra_files_keeps_only_containerds_fi
     write(out / "nodes/mixed/containerd/harbor-ca.crt", "mine\n")
     write(out / "apps/online/NOTES.md", "mine\n")
     assert render.foreign_files(out) == ["apps/online/NOTES.md", "nodes/mixed/containerd/harbor-ca.crt"]
+
+
+# --- item 5: no job files is a normal state ----------------------------------------------------
+
+
+def test_an_empty_jobs_folder_keeps_the_training_application_path(tmp_path):
+    (tmp_path / "jobs").mkdir()
+    out = tmp_path / "dist"
+    ran(colocate("synth", "--jobs", "jobs", "--outdir", str(out), cwd=tmp_path), 0)
+    app = yaml.safe_load((out / "apps/argocd/application.argocd.colocate-training.yaml").read_text())
+    path = app["spec"]["source"]["path"]
+    assert path == "dist/apps/training"
+    assert sorted(p.name for p in (out / "apps/training").glob("*.yaml")), "the Application's path must exist"
+    assert not list((out / "apps/training").glob("tfjob.*"))
+    ran(colocate("check", str(out), cwd=tmp_path), 0)
+
+
+def test_a_jobs_folder_named_but_missing_is_bad_input_with_a_hint(tmp_path):
+    proc = ran(colocate("synth", "--jobs", "nope", "--outdir", str(tmp_path / "dist"), cwd=tmp_path), 2)
+    assert "nope: no such jobs folder" in proc.stderr and "leave --jobs out" in proc.stderr, proc.stderr
+    assert not (tmp_path / "dist").exists()
+
+
+def test_a_repository_without_a_jobs_folder_synthesizes_no_jobs(tmp_path):
+    # git rm jobs/*.yaml removes the folder itself: git keeps no empty folder.
+    from tests.helpers import VENV_BIN, repo_copy, run
+
+    repo = repo_copy(tmp_path / "repo")
+    import shutil
+    shutil.rmtree(repo / "jobs")
+    proc = ran(run([str(VENV_BIN / "python"), "-m", "colocate.cli", "synth"], cwd=repo), 0)
+    assert (repo / "dist/apps/training").is_dir() and not list((repo / "dist/apps/training").glob("tfjob.*")), proc.stderr
+
+
+def test_check_refuses_an_application_whose_path_holds_nothing(tmp_path):
+    dist = _dist_copy(tmp_path / "dist")
+    import shutil
+    shutil.rmtree(dist / "apps/training")
+    found = _rules(ran(colocate("check", "dist", "--format", "json", cwd=tmp_path), 1))
+    [missing] = found["COL305"]
+    assert missing["name"] == "colocate-training" and "dist/apps/training" in missing["message"], missing
