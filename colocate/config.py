@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import difflib
+import errno
 import ipaddress
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -120,10 +123,17 @@ def load_yaml_file(path: Path, name: str | None = None) -> object:
     """Parse one YAML document; a syntax error names the file (``name``, default the path) and line."""
     name = name or str(path)
     try:
+        # A FIFO or a device would block the read for ever, or never end.
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise InputError(name, "", "not a regular file")
         return yaml.load(path.read_text(), Loader=_LOADER)
     except FileNotFoundError:
+        if os.path.islink(path):
+            raise InputError(name, "", "broken symbolic link") from None
         raise InputError(name, "", "file not found") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(name, "", "symbolic link loop") from None
         raise InputError(name, "", f"cannot read the file: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise InputError(name, "", f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None

@@ -15,7 +15,7 @@ from typing import Any
 from colocate import ROOT
 from colocate.config import Config, load_yaml_file, validate
 from colocate.errors import InputError
-from colocate.resources import display
+from colocate.resources import CONFIG_NAME, display
 
 JOBS_DIR = ROOT / "jobs"
 SCHEMA = json.loads((Path(__file__).parent / "schemas" / "job.schema.json").read_text())
@@ -103,4 +103,31 @@ def load(jobs_dir: Path, config: Config, required: bool = True) -> list[JobFile]
                          "(<name>.yaml), or leave --jobs out to use the repository's jobs/ (none there is no job)")
     for path in sorted(jobs_dir.glob("*.yml")):
         raise InputError(display(path), "", "job files end in .yaml; rename it, or it would be ignored")
-    return [load_file(path, config) for path in sorted(jobs_dir.glob("*.yaml"))]
+    boundary = _boundary(jobs_dir)
+    paths = sorted(jobs_dir.glob("*.yaml"))
+    for path in paths:
+        _inside(path, boundary)
+    return [load_file(path, config) for path in paths]
+
+
+def _boundary(jobs_dir: Path) -> Path:
+    """What a job file may link into: the repository holding the jobs folder (the nearest folder
+    up with a colocate.yaml), else the jobs folder itself."""
+    folder = jobs_dir.resolve()
+    return next((f for f in (folder, *folder.parents) if (f / CONFIG_NAME).is_file()), folder)
+
+
+def _inside(path: Path, boundary: Path) -> None:
+    """A job file that is a symbolic link must stay inside ``boundary``: a link to /etc/shadow
+    would be read, and its lines shown in the errors. Loops and dangling links are bad input."""
+    if not path.is_symlink():
+        return
+    try:
+        target = path.resolve(strict=True)
+    except RuntimeError:
+        raise InputError(display(path), "", "symbolic link loop") from None
+    except OSError:
+        raise InputError(display(path), "", "broken symbolic link") from None
+    if target != boundary and boundary not in target.parents:
+        raise InputError(display(path), "", f"a symbolic link out of {boundary}: job files are read only from "
+                         "inside the repository (copy the file in instead)")

@@ -41,10 +41,11 @@ def repository(start: Path | None = None) -> Path:
 
 
 def display(path: Path) -> str:
-    """A user's file as messages name it: relative to the working repository when inside it."""
+    """A user's file as messages name it: relative to the working repository when inside it. A
+    symbolic link is named as itself, not its target (which may loop, dangle or lie elsewhere)."""
     try:
-        return str(path.resolve().relative_to(repository()))
-    except ValueError:
+        return str((path.parent.resolve() / path.name).relative_to(repository()))
+    except (ValueError, RuntimeError, OSError):
         return str(path)
 
 

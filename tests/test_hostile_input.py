@@ -247,3 +247,42 @@ def test_check_refuses_an_application_whose_path_holds_nothing(tmp_path):
     found = _rules(ran(colocate("check", "dist", "--format", "json", cwd=tmp_path), 1))
     [missing] = found["COL305"]
     assert missing["name"] == "colocate-training" and "dist/apps/training" in missing["message"], missing
+
+
+# --- items 6 and 7: FIFOs and symbolic links in a jobs folder ----------------------------------
+
+
+def test_a_fifo_in_the_jobs_folder_is_bad_input_not_a_hang(tmp_path):
+    import os
+
+    (tmp_path / "jobs").mkdir()
+    os.mkfifo(tmp_path / "jobs" / "pipe.yaml")
+    proc = colocate_timeout(tmp_path, "synth", "--jobs", "jobs", "--outdir", "out")
+    ran(proc, 2)
+    assert "jobs/pipe.yaml: not a regular file" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def colocate_timeout(cwd: Path, *args: str, seconds: float = 60) -> subprocess.CompletedProcess:
+    from tests.helpers import VENV_BIN
+    from colocate.toolchain import environment
+
+    return subprocess.run([str(VENV_BIN / "colocate"), *args], cwd=cwd, env=environment(), capture_output=True,
+                          text=True, timeout=seconds)
+
+
+def test_a_symlink_loop_in_the_jobs_folder_is_bad_input(tmp_path):
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "loop.yaml").symlink_to("loop.yaml")
+    proc = ran(colocate("synth", "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
+    assert "loop.yaml: symbolic link loop" in proc.stderr, proc.stderr
+
+
+def test_a_job_link_out_of_the_folder_is_refused_and_its_content_never_shown(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("name: hunter2\nroot: $6$saltsalt$hashhashhash\n")
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "x.yaml").symlink_to(secret)
+    proc = ran(colocate("synth", "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
+    assert "x.yaml: a symbolic link out of" in proc.stderr, proc.stderr
+    assert "hunter2" not in proc.stderr and "hashhash" not in proc.stderr, proc.stderr
