@@ -7,6 +7,7 @@ from pathlib import Path
 from cdk8s import App
 
 from colocate import ROOT, config as config_mod, jobs as jobs_mod, render
+from colocate.resources import repository
 from colocate.model import cluster as cluster_mod
 from colocate.charts._base import ColocateChart
 from colocate.charts.gitops import ROOT_APP, ApplicationsChart, BootstrapChart
@@ -30,11 +31,14 @@ class Built:
 
 
 def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster | None = None,
-          jobs_dir: Path | None = None) -> Built:
-    """Compose every chart. Constructs validate their props here and raise PropError."""
+          jobs_dir: Path | None = None, jobs_required: bool | None = None) -> Built:
+    """Compose every chart. Constructs validate their props here and raise PropError. ``jobs_dir``
+    defaults to the working repository's jobs/; a folder named must exist (``jobs_required``,
+    default: when one is named), the default one may be missing (no job)."""
     config = config or config_mod.load()
     cluster = cluster or cluster_mod.reference(config)
-    jobs = jobs_mod.load(jobs_dir or jobs_mod.JOBS_DIR, config, required=jobs_dir is not None)
+    required = jobs_dir is not None if jobs_required is None else jobs_required
+    jobs = jobs_mod.load(jobs_dir or repository() / "jobs", config, required=required)
     app = App()
     node_charts = [NodePoolChart(app, props) for props in cluster.pools]
     pools = {c.pool.name: c.pool for c in node_charts}
@@ -73,20 +77,21 @@ def render_files(built: Built) -> dict[str, str]:
     return render.render(items, doc, extra)
 
 
-def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path | None = None) -> dict[str, str]:
+def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path | None = None,
+          jobs_required: bool | None = None) -> dict[str, str]:
     """Build, render and write dist/. Any error before the swap leaves ``outdir`` untouched."""
     render.check_outdir(outdir)  # before the minutes of building, not after
-    files = _render(config_path, jobs_dir)
+    files = _render(config_path, jobs_dir, jobs_required)
     render.write_tree(files, outdir)
     return files
 
 
 def stale(outdir: Path = DIST, config_path: Path | None = None,
-          jobs_dir: Path | None = None) -> render.TreeDiff:
+          jobs_dir: Path | None = None, jobs_required: bool | None = None) -> render.TreeDiff:
     """What ``synth`` would change in ``outdir``; writes nothing."""
-    return render.compare_tree(_render(config_path, jobs_dir), outdir)
+    return render.compare_tree(_render(config_path, jobs_dir, jobs_required), outdir)
 
 
-def _render(config_path: Path | None, jobs_dir: Path | None) -> dict[str, str]:
+def _render(config_path: Path | None, jobs_dir: Path | None, jobs_required: bool | None = None) -> dict[str, str]:
     config = config_mod.load(config_path) if config_path else config_mod.load()
-    return render_files(build(config, jobs_dir=jobs_dir))
+    return render_files(build(config, jobs_dir=jobs_dir, jobs_required=jobs_required))

@@ -23,35 +23,49 @@ CHECK_EXIT_CODES = """exit codes:
 def _synth(args: argparse.Namespace) -> int:
     from colocate import app
 
-    config = Path(args.config) if args.config else None
+    config, outdir, jobs = _synth_paths(args)
     if args.check:
-        diff = app.stale(Path(args.outdir), config, _jobs(args))
+        diff = app.stale(outdir, config, jobs, jobs_required=bool(args.jobs))
         if not diff:
-            print(f"colocate: {args.outdir} is up to date", file=sys.stderr)
+            print(f"colocate: {outdir} is up to date", file=sys.stderr)
             return EXIT_OK
         for label, paths in (("added", diff.added), ("removed", diff.removed), ("modified", diff.modified)):
             for path in paths:
-                print(f"{label:8} {Path(args.outdir) / path}")
+                print(f"{label:8} {outdir / path}")
         count = len(diff.added) + len(diff.removed) + len(diff.modified)
-        print(f"colocate: {args.outdir} is stale ({count} files would change): run `{_synth_command(args)}` "
+        print(f"colocate: {outdir} is stale ({count} files would change): run `{_synth_command(args)}` "
               f"and commit the result", file=sys.stderr)
         return EXIT_FINDINGS
-    files = app.synth(Path(args.outdir), config, _jobs(args))
-    print(f"colocate: wrote {len(files)} files to {args.outdir}", file=sys.stderr)
+    files = app.synth(outdir, config, jobs, jobs_required=bool(args.jobs))
+    print(f"colocate: wrote {len(files)} files to {outdir}", file=sys.stderr)
     return EXIT_OK
 
 
-def _jobs(args: argparse.Namespace) -> Path | None:
-    """--jobs as given; None for the repository's jobs/, which may be missing (no job)."""
-    return Path(args.jobs) if args.jobs else None
+def _synth_paths(args: argparse.Namespace) -> tuple[Path | None, Path, Path]:
+    """(--config, output folder, jobs folder): the options given, else those of the repository
+    (the nearest folder up with a colocate.yaml), else those next to --config. With neither,
+    synth refuses: it would write the tool's own checkout."""
+    from colocate.resources import find_repository
+
+    config = Path(args.config) if args.config else None
+    home = find_repository()
+    if home is None:
+        if config is None:
+            raise ColocateError(f"no colocate.yaml in {Path.cwd()} or any folder above it: synth writes the "
+                                "dist/ of a colocate repository from its colocate.yaml and jobs/; run it inside "
+                                "one, or name a configuration with --config")
+        home = config.resolve().parent
+    outdir = Path(args.outdir) if args.outdir else home / "dist"
+    jobs = Path(args.jobs) if args.jobs else home / "jobs"
+    return config, outdir, jobs
 
 
 def _synth_command(args: argparse.Namespace) -> str:
     """The ``colocate synth`` that refreshes what ``--check`` compared, with its non-default options."""
     words = ["colocate"] + (["--config", args.config] if args.config else []) + ["synth"]
-    for option, default in (("outdir", _root() / "dist"), ("jobs", _root() / "jobs")):
+    for option in ("outdir", "jobs"):
         value = getattr(args, option)
-        if value and Path(value).resolve() != default:
+        if value:
             words += [f"--{option}", value]
     return " ".join(words)
 
@@ -216,7 +230,7 @@ def parser() -> argparse.ArgumentParser:
         return sub.add_parser(name, parents=[common], **kwargs)
 
     s = command("synth", help="synthesize the cluster into dist/")
-    s.add_argument("--outdir", default=str(_root() / "dist"), help="output folder (default: dist/)")
+    s.add_argument("--outdir", help="output folder (default: the repository's dist/)")
     s.add_argument("--jobs", help="folder of job request files (default: the repository's jobs/; "
                                   "none there, or an empty folder, is no job)")
     s.add_argument("--check", action="store_true",

@@ -30,14 +30,17 @@ def data_path(package: str, *parts: str) -> Path:
     return Path(str(resource))
 
 
+def find_repository(start: Path | None = None) -> Path | None:
+    """The nearest folder from ``start`` (default: the current directory) up that holds a
+    colocate.yaml; None when there is none."""
+    here = (start or Path.cwd()).resolve()
+    return next((folder for folder in (here, *here.parents) if (folder / CONFIG_NAME).is_file()), None)
+
+
 def repository(start: Path | None = None) -> Path:
     """The nearest folder from ``start`` (default: the current directory) up that holds a
     colocate.yaml; else this checkout (which may hold none when colocate is installed)."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / CONFIG_NAME).is_file():
-            return folder
-    return ROOT
+    return find_repository(start) or ROOT
 
 
 def display(path: Path) -> str:

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import yaml
 
+from colocate import ROOT
 from tests.helpers import colocate
 
 IMAGE = "harbor.example.com/library/busybox:1.36"
+#: The scratch folders hold no colocate.yaml: synth there needs --config (item 8).
+CONFIG = str(ROOT / "colocate.yaml")
 
 
 def write(path: Path, content: str | list[dict]) -> Path:
@@ -181,23 +184,23 @@ def test_synth_refuses_a_dist_holding_user_files_and_touches_nothing(tmp_path):
     from colocate import render
 
     out = tmp_path / "dist"
-    ran(colocate("synth", "--outdir", str(out), cwd=tmp_path), 0)
+    ran(colocate("synth", "--config", CONFIG, "--outdir", str(out), cwd=tmp_path), 0)
     for rel in ("apps/online/NOTES.md", "nodes/mixed/containerd/harbor-ca.crt", "apps/online/extra/keep.txt"):
         write(out / rel, "mine\n")
         before = render.read_tree(out)
-        proc = ran(colocate("synth", "--outdir", str(out), cwd=tmp_path), 2)
+        proc = ran(colocate("synth", "--config", CONFIG, "--outdir", str(out), cwd=tmp_path), 2)
         assert f"holds files synth did not write ({rel})" in proc.stderr, proc.stderr
         assert render.read_tree(out) == before
         (out / rel).unlink()
     # Without them, synth replaces its own tree again.
-    ran(colocate("synth", "--outdir", str(out), cwd=tmp_path), 0)
+    ran(colocate("synth", "--config", CONFIG, "--outdir", str(out), cwd=tmp_path), 0)
 
 
 def test_an_index_written_before_it_listed_extra_files_keeps_only_containerds_files_ours(tmp_path):
     from colocate import render
 
     out = tmp_path / "dist"
-    ran(colocate("synth", "--outdir", str(out), cwd=tmp_path), 0)
+    ran(colocate("synth", "--config", CONFIG, "--outdir", str(out), cwd=tmp_path), 0)
     index = yaml.safe_load((out / "index.yaml").read_text())
     for entry in index["folders"].values():
         entry.pop("files", None)
@@ -214,7 +217,7 @@ def test_an_index_written_before_it_listed_extra_files_keeps_only_containerds_fi
 def test_an_empty_jobs_folder_keeps_the_training_application_path(tmp_path):
     (tmp_path / "jobs").mkdir()
     out = tmp_path / "dist"
-    ran(colocate("synth", "--jobs", "jobs", "--outdir", str(out), cwd=tmp_path), 0)
+    ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", str(out), cwd=tmp_path), 0)
     app = yaml.safe_load((out / "apps/argocd/application.argocd.colocate-training.yaml").read_text())
     path = app["spec"]["source"]["path"]
     assert path == "dist/apps/training"
@@ -224,7 +227,7 @@ def test_an_empty_jobs_folder_keeps_the_training_application_path(tmp_path):
 
 
 def test_a_jobs_folder_named_but_missing_is_bad_input_with_a_hint(tmp_path):
-    proc = ran(colocate("synth", "--jobs", "nope", "--outdir", str(tmp_path / "dist"), cwd=tmp_path), 2)
+    proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "nope", "--outdir", str(tmp_path / "dist"), cwd=tmp_path), 2)
     assert "nope: no such jobs folder" in proc.stderr and "leave --jobs out" in proc.stderr, proc.stderr
     assert not (tmp_path / "dist").exists()
 
@@ -257,7 +260,7 @@ def test_a_fifo_in_the_jobs_folder_is_bad_input_not_a_hang(tmp_path):
 
     (tmp_path / "jobs").mkdir()
     os.mkfifo(tmp_path / "jobs" / "pipe.yaml")
-    proc = colocate_timeout(tmp_path, "synth", "--jobs", "jobs", "--outdir", "out")
+    proc = colocate_timeout(tmp_path, "synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out")
     ran(proc, 2)
     assert "jobs/pipe.yaml: not a regular file" in proc.stderr, proc.stderr
     assert not (tmp_path / "out").exists()
@@ -274,7 +277,7 @@ def colocate_timeout(cwd: Path, *args: str, seconds: float = 60) -> subprocess.C
 def test_a_symlink_loop_in_the_jobs_folder_is_bad_input(tmp_path):
     (tmp_path / "jobs").mkdir()
     (tmp_path / "jobs" / "loop.yaml").symlink_to("loop.yaml")
-    proc = ran(colocate("synth", "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
+    proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
     assert "loop.yaml: symbolic link loop" in proc.stderr, proc.stderr
 
 
@@ -283,6 +286,31 @@ def test_a_job_link_out_of_the_folder_is_refused_and_its_content_never_shown(tmp
     secret.write_text("name: hunter2\nroot: $6$saltsalt$hashhashhash\n")
     (tmp_path / "jobs").mkdir()
     (tmp_path / "jobs" / "x.yaml").symlink_to(secret)
-    proc = ran(colocate("synth", "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
+    proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
     assert "x.yaml: a symbolic link out of" in proc.stderr, proc.stderr
     assert "hunter2" not in proc.stderr and "hashhash" not in proc.stderr, proc.stderr
+
+
+# --- item 8: synth outside any repository --------------------------------------------------------
+
+
+def test_synth_outside_a_repository_refuses_and_writes_nothing(tmp_path):
+    from colocate import ROOT, render
+
+    before = render.read_tree(ROOT / "dist")
+    stamp = (ROOT / "dist" / "index.yaml").stat().st_mtime_ns
+    proc = ran(colocate("synth", cwd=tmp_path), 2)
+    assert f"no colocate.yaml in {tmp_path} or any folder above it" in proc.stderr, proc.stderr
+    assert (ROOT / "dist" / "index.yaml").stat().st_mtime_ns == stamp and render.read_tree(ROOT / "dist") == before
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_synth_with_a_config_outside_a_repository_writes_next_to_it(tmp_path):
+    from colocate import ROOT
+
+    (tmp_path / "colocate.yaml").write_text((ROOT / "colocate.yaml").read_text())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    # Inside the folder that holds colocate.yaml: that is the repository; its jobs/ is missing (no job).
+    ran(colocate("synth", cwd=tmp_path), 0)
+    assert (tmp_path / "dist" / "index.yaml").is_file() and not list((tmp_path / "dist/apps/training").glob("tfjob.*"))
