@@ -7,6 +7,7 @@ from pathlib import Path
 from cdk8s import App
 
 from colocate import ROOT, config as config_mod, jobs as jobs_mod, render
+from colocate.errors import InputError
 from colocate.resources import repository
 from colocate.model import cluster as cluster_mod
 from colocate.charts._base import ColocateChart
@@ -82,7 +83,11 @@ def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path |
     """Build, render and write dist/. Any error before the swap leaves ``outdir`` untouched."""
     render.check_outdir(outdir)  # before the minutes of building, not after
     files = _render(config_path, jobs_dir, jobs_required)
-    render.write_tree(files, outdir)
+    try:
+        render.write_tree(files, outdir)
+    except OSError as exc:  # a full disk, a folder made read-only meanwhile: the old tree stays
+        raise InputError(str(outdir), "", f"could not write the new tree ({exc.strerror or exc}); the folder is "
+                         "unchanged") from None
     return files
 
 

@@ -195,6 +195,7 @@ def check_outdir(outdir: Path) -> None:
     where = outdir.resolve()
     if where.exists() and not where.is_dir():
         raise InputError(str(outdir), "", "is a file; --outdir must be a folder")
+    _writable(outdir, where)
     if not where.is_dir() or not any(where.iterdir()):
         return
     foreign = foreign_files(where)
@@ -205,6 +206,23 @@ def check_outdir(outdir: Path) -> None:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise InputError(str(outdir), "", f"is an earlier colocate dist/ but also holds files synth did not write "
                          f"({shown}); synth replaces the whole folder, so move them out or name another folder")
+
+
+def _writable(outdir: Path, where: Path) -> None:
+    """synth writes the new tree next to ``where`` and renames it in: make sure that folder (or
+    the nearest one that exists, where it would be created) takes a new folder, before the
+    build. Writes nothing that stays."""
+    parent = where.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    why = "its parent is not a folder" if not parent.is_dir() else ""
+    if not why:
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=f".{where.name}.probe-", dir=parent))
+        except OSError as exc:
+            why = f"{parent}: {exc.strerror}"
+    if why:
+        raise InputError(str(outdir), "", f"cannot be written ({why}); name a folder you can write with --outdir")
 
 
 def _leftovers(outdir: Path) -> list[Path]:

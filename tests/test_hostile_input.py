@@ -314,3 +314,15 @@ def test_synth_with_a_config_outside_a_repository_writes_next_to_it(tmp_path):
     # Inside the folder that holds colocate.yaml: that is the repository; its jobs/ is missing (no job).
     ran(colocate("synth", cwd=tmp_path), 0)
     assert (tmp_path / "dist" / "index.yaml").is_file() and not list((tmp_path / "dist/apps/training").glob("tfjob.*"))
+
+
+# --- item 9: an output folder that cannot be written ---------------------------------------------
+
+
+def test_an_unwritable_outdir_is_bad_input_before_the_build(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    for outdir in ("/proc/colocate-dist", str(tmp_path / "afile" / "dist")):
+        proc = ran(colocate("synth", "--config", CONFIG, "--outdir", outdir, "--jobs", "nope", cwd=tmp_path), 2)
+        # The writability test comes first: the missing --jobs folder would only show after it.
+        assert proc.stderr.startswith(f"colocate: error: {outdir}: cannot be written"), proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
