@@ -218,7 +218,8 @@ def _writable(outdir: Path, where: Path) -> None:
     why = "its parent is not a folder" if not parent.is_dir() else ""
     if not why:
         try:
-            os.rmdir(tempfile.mkdtemp(prefix=f".{where.name}.probe-", dir=parent))
+            with _signals_deferred():  # a Ctrl-C between the two leaves no probe behind
+                os.rmdir(tempfile.mkdtemp(prefix=f".{where.name}.probe-", dir=parent))
         except OSError as exc:
             why = f"{parent}: {exc.strerror}"
     if why:
