@@ -339,7 +339,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except ColocateError as exc:
-        print(f"colocate: error: {exc}", file=sys.stderr)
+        from colocate.report import escape
+
+        # Messages quote file names and values: each line escaped (a message's own lines kept).
+        print("colocate: error: " + "\n".join(map(escape, str(exc).split("\n"))), file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("colocate: interrupted", file=sys.stderr)
@@ -351,7 +354,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             traceback.print_exc()
-        said = " ".join(str(exc).split())
+        from colocate.report import escape
+
+        said = escape(" ".join(str(exc).split()))
         print(f"colocate: internal error: {type(exc).__name__}{': ' + said if said else ''} "
               f"(a bug in colocate; {'the trace is above' if args.debug else 'rerun with --debug for the trace'})",
               file=sys.stderr)

@@ -326,3 +326,33 @@ def test_an_unwritable_outdir_is_bad_input_before_the_build(tmp_path):
         # The writability test comes first: the missing --jobs folder would only show after it.
         assert proc.stderr.startswith(f"colocate: error: {outdir}: cannot be written"), proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+# --- item 10: terminal and CI-log injection --------------------------------------------------------
+
+FORGED = "\x1b]0;x\x07\n::error file=a.py,line=1::forged\x1b[2J"
+
+
+def test_untrusted_strings_are_escaped_in_text_and_exact_in_json(tmp_path):
+    d = deployment()
+    d["metadata"]["annotations"] = {"colocate.io/ignore": f"COL008: because{FORGED}",
+                                    "note": FORGED}
+    d["metadata"]["name"] = "web"
+    name = f"evil{FORGED}.yaml"
+    write(tmp_path / name, [d])
+    text = ran(colocate("check", ".", cwd=tmp_path), 1).stdout
+    assert "\x1b" not in text and "\x07" not in text, repr(text)
+    assert not [line for line in text.splitlines() if line.lstrip().startswith("::")], text
+    assert "\\x1b]0" in text, text
+    findings = json.loads(ran(colocate("check", ".", "--format", "json", cwd=tmp_path), 1).stdout)["findings"]
+    assert {f["file"] for f in findings} == {name}
+    # One finding per line: each finding line of the text names the (escaped) file once.
+    assert sum(1 for line in text.splitlines() if line.startswith("  ERROR ") or line.startswith("  WARNING ")) \
+        == len(findings), text
+
+
+def test_an_error_message_quoting_a_file_name_is_escaped(tmp_path):
+    name = "bad\x1b[2J\x07.yaml"
+    write(tmp_path / name, "a: [\n")
+    proc = ran(colocate("check", name, cwd=tmp_path), 2)
+    assert "\x1b" not in proc.stderr and "bad\\x1b[2J\\x07.yaml" in proc.stderr, repr(proc.stderr)
