@@ -15,6 +15,7 @@ from typing import Any
 from colocate import ROOT
 from colocate.config import Config, load_yaml_file, validate
 from colocate.errors import InputError
+from colocate.model.scheduling import reference_error
 from colocate.resources import CONFIG_NAME, display
 
 JOBS_DIR = ROOT / "jobs"
@@ -85,6 +86,9 @@ def load_file(path: Path, config: Config) -> JobFile:
     if data["name"] != path.stem:
         raise InputError(file, "$.name", f"{data['name']!r} must equal the file name {path.stem!r}, "
                          "so each job is found by its name")
+    bad_reference = reference_error(data["image"])
+    if bad_reference:
+        raise InputError(file, "$.image", bad_reference)
     registry = f"{config.registry_host}/"
     if not data["image"].startswith(registry):
         raise InputError(file, "$.image", f"{data['image']!r} is not on the cluster's registry mirror; "

@@ -356,3 +356,29 @@ def test_an_error_message_quoting_a_file_name_is_escaped(tmp_path):
     write(tmp_path / name, "a: [\n")
     proc = ran(colocate("check", name, cwd=tmp_path), 2)
     assert "\x1b" not in proc.stderr and "bad\\x1b[2J\\x07.yaml" in proc.stderr, repr(proc.stderr)
+
+
+# --- item 11: image references outside the distribution grammar ----------------------------------
+
+BAD_IMAGES = ("harbor.example.com/../evil.io/x:1", "harbor.example.com/ML/X:1", "harbor.example.com/ml/x:",
+              "harbor.example.com/ml/x@sha256:abc")
+
+
+def test_synth_refuses_a_job_image_that_is_no_reference(tmp_path):
+    for image in BAD_IMAGES:
+        write(tmp_path / "jobs" / "x.yaml", f"name: x\nimage: '{image}'\nroles:\n  Worker: {{cpu: 1, memory: 1Gi}}\n")
+        proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
+        # The job schema already refuses some forms; the grammar refuses the rest.
+        assert "jobs/x.yaml:$.image:" in proc.stderr and ("not a valid image reference" in proc.stderr or
+                                                          "is not <registry>/<project>/<image>:<tag>" in proc.stderr), proc.stderr
+        assert not (tmp_path / "out").exists()
+
+
+def test_check_reports_an_image_that_is_no_reference(tmp_path):
+    for i, image in enumerate(BAD_IMAGES):
+        d = deployment()
+        d["metadata"]["name"] = f"web{i}"
+        d["spec"]["template"]["spec"]["containers"][0]["image"] = image
+        write(tmp_path / f"web{i}.yaml", [d])
+    found = _rules(ran(colocate("check", ".", "--format", "json", cwd=tmp_path), 1))
+    assert sorted(f["name"] for f in found["COL406"]) == [f"web{i}" for i in range(len(BAD_IMAGES))], found.get("COL406")

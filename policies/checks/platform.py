@@ -9,7 +9,7 @@ from typing import Iterator
 
 from colocate import quantity
 from colocate.checker import Index, Rule, Violation
-from colocate.model.scheduling import ImageRef
+from colocate.model.scheduling import ImageRef, reference_error
 from colocate.model.names import BUILTIN_PRIORITY_CLASSES, MAX_USER_PRIORITY, MIN_GAP_FACTOR, TIER_LABEL
 from colocate.model.tiers import ROLE_RANK, TierClass, inversions
 from colocate.manifests import containers
@@ -148,3 +148,14 @@ def image_from_mirror(index: Index, rule: Rule) -> Iterator[Violation]:
             host = ImageRef.parse(image).host
             if host != ctx.registry_host and host not in ctx.proxied_registries:
                 yield Violation(pod.doc, f"{path}.image", f"{image} is pulled from {host}")
+
+
+def image_reference(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Every container image is a reference the kubelet can parse (model/scheduling.py's grammar)."""
+    for pod in index.pods():
+        for path, container in containers(pod):
+            image = container.get("image")
+            if isinstance(image, str) and image:
+                why = reference_error(image)
+                if why:
+                    yield Violation(pod.doc, f"{path}.image", why)
