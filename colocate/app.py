@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from cdk8s import App
 
@@ -79,12 +80,12 @@ def render_files(built: Built) -> dict[str, str]:
 
 
 def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path | None = None,
-          jobs_required: bool | None = None) -> dict[str, str]:
+          jobs_required: bool | None = None, on_swap: Callable[[], None] | None = None) -> dict[str, str]:
     """Build, render and write dist/. Any error before the swap leaves ``outdir`` untouched."""
     render.check_outdir(outdir)  # before the minutes of building, not after
     files = _render(config_path, jobs_dir, jobs_required)
     try:
-        render.write_tree(files, outdir)
+        render.write_tree(files, outdir, on_swap)
     except OSError as exc:  # a full disk, a folder made read-only meanwhile: the old tree stays
         raise InputError(str(outdir), "", f"could not write the new tree ({exc.strerror or exc}); the folder is "
                          "unchanged") from None

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -21,9 +22,12 @@ CHECK_EXIT_CODES = """exit codes:
 
 
 def _synth(args: argparse.Namespace) -> int:
-    from colocate import app
-
     config, outdir, jobs = _synth_paths(args)
+    try:
+        from colocate import app  # starts Node (jsii): a Ctrl-C may come here already
+    except KeyboardInterrupt:
+        _quiet_children()
+        raise Interrupted(f"{outdir} is unchanged (the tree it held before, if any)") from None
     if args.check:
         diff = app.stale(outdir, config, jobs, jobs_required=bool(args.jobs))
         if not diff:
@@ -36,9 +40,29 @@ def _synth(args: argparse.Namespace) -> int:
         print(f"colocate: {outdir} is stale ({count} files would change): run `{_synth_command(args)}` "
               f"and commit the result", file=sys.stderr)
         return EXIT_FINDINGS
-    files = app.synth(outdir, config, jobs, jobs_required=bool(args.jobs))
+    swapped: list[bool] = []
+    try:
+        files = app.synth(outdir, config, jobs, jobs_required=bool(args.jobs), on_swap=lambda: swapped.append(True))
+        # The new tree is in place: the command has done its work, and a Ctrl-C now changes nothing.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+    except KeyboardInterrupt:
+        _quiet_children()
+        raise Interrupted(f"{outdir} holds the new tree (the signal came after it was swapped in)" if swapped else
+                          f"{outdir} is unchanged (the tree it held before, if any)") from None
     print(f"colocate: wrote {len(files)} files to {outdir}", file=sys.stderr)
     return EXIT_OK
+
+
+def _quiet_children() -> None:
+    """After Ctrl-C, Node (jsii's runtime, in the same process group) dies too, and jsii's thread
+    copies its stack lines to sys.stderr: send them nowhere. colocate's own last line goes to
+    sys.__stderr__."""
+    sys.stderr = open(os.devnull, "w")
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM, with what the interrupted command leaves in place."""
 
 
 def _synth_paths(args: argparse.Namespace) -> tuple[Path | None, Path, Path]:
@@ -344,8 +368,12 @@ def main(argv: list[str] | None = None) -> int:
         # Messages quote file names and values: each line escaped (a message's own lines kept).
         print("colocate: error: " + "\n".join(map(escape, str(exc).split("\n"))), file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print("colocate: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        said = f": {exc}" if isinstance(exc, Interrupted) else ""
+        print(f"colocate: interrupted{said}", file=sys.__stderr__ or sys.stderr)
+        # Objects torn down at exit (jsii's Node process among them) may fail noisily after a
+        # signal; the line above already says what happened.
+        sys.unraisablehook = lambda unraisable: None
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # Nobody reads stdout any more; point it at /dev/null so the exit flush cannot fail again.

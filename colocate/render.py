@@ -12,7 +12,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
@@ -251,7 +251,7 @@ def _remove(tree: Path) -> None:
         tree.rmdir()
 
 
-def write_tree(files: dict[str, str], outdir: Path) -> None:
+def write_tree(files: dict[str, str], outdir: Path, on_swap: Callable[[], None] | None = None) -> None:
     """Replace ``outdir`` with exactly ``files``. The new tree is written next to it first and
     swapped in with two renames; SIGINT and SIGTERM wait until both are done, and if the second
     fails the first is undone, so ``outdir`` is always the old tree or the new one. Never touches
@@ -284,6 +284,8 @@ def write_tree(files: dict[str, str], outdir: Path) -> None:
                     old.rename(outdir)
                 raise
             swapped = True
+            if on_swap:
+                on_swap()  # before a deferred signal is delivered: the caller knows the new tree is in
     finally:
         # Also when a deferred Ctrl-C arrives: the old tree is gone only once the new one is in place.
         if swapped:

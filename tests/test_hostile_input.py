@@ -382,3 +382,48 @@ def test_check_reports_an_image_that_is_no_reference(tmp_path):
         write(tmp_path / f"web{i}.yaml", [d])
     found = _rules(ran(colocate("check", ".", "--format", "json", cwd=tmp_path), 1))
     assert sorted(f["name"] for f in found["COL406"]) == [f"web{i}" for i in range(len(BAD_IMAGES))], found.get("COL406")
+
+
+# --- item 12: Ctrl-C during synth ----------------------------------------------------------------
+
+
+def test_ctrl_c_during_synth_says_which_tree_is_in_place(tmp_path):
+    import os
+    import signal
+    import time
+    from colocate import render
+    from colocate.toolchain import environment
+    from tests.helpers import VENV_BIN
+
+    out = tmp_path / "dist"
+    (tmp_path / "none").mkdir()
+    ran(colocate("synth", "--config", CONFIG, "--outdir", str(out), cwd=tmp_path), 0)
+    old = render.read_tree(out)
+    seen = set()
+    for step in range(10):
+        # Ctrl-C in a terminal signals the whole foreground process group (Node's jsii runtime too).
+        proc = subprocess.Popen([str(VENV_BIN / "colocate"), "synth", "--config", CONFIG, "--outdir", str(out),
+                                 "--jobs", "none"], cwd=tmp_path, env=environment(), start_new_session=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5 + step * 0.45)
+        try:
+            os.killpg(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+        _, err = proc.communicate(timeout=120)
+        state = render.read_tree(out)
+        assert "Traceback" not in err and "    at " not in err, err
+        if proc.returncode == 0:
+            assert state != old and err.startswith(f"colocate: wrote {len(state)} files to {out}"), err
+            seen.add("done")
+        else:
+            assert proc.returncode == 130, (proc.returncode, err)
+            if state == old:
+                assert err.strip() == f"colocate: interrupted: {out} is unchanged (the tree it held before, if any)", err
+                seen.add("old")
+            else:
+                assert err.strip() == (f"colocate: interrupted: {out} holds the new tree (the signal came after it "
+                                       "was swapped in)"), err
+                seen.add("new")
+        ran(colocate("synth", "--config", CONFIG, "--outdir", str(out), cwd=tmp_path), 0)
+    assert "old" in seen and "done" in seen, seen
