@@ -4,6 +4,7 @@ an index with the release version, written atomically.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -259,6 +260,25 @@ def write_tree(files: dict[str, str], outdir: Path, on_swap: Callable[[], None] 
     check_outdir(outdir)
     outdir = outdir.resolve()
     outdir.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(outdir.parent):
+        _write_tree(files, outdir, on_swap)
+
+
+@contextlib.contextmanager
+def _locked(folder: Path):
+    """One writer at a time in ``folder``: an flock on the folder itself (no lock file to leave
+    behind; the kernel drops it when the process dies). A second synth waits for the first,
+    instead of removing its live staging folder as a leftover."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _write_tree(files: dict[str, str], outdir: Path, on_swap: Callable[[], None] | None) -> None:
+    check_outdir(outdir)  # again, under the lock: another synth may have written meanwhile
     for leftover in _leftovers(outdir):
         _remove(leftover)
     staging = Path(tempfile.mkdtemp(prefix=f"{outdir.name}.tmp-", dir=outdir.parent))

@@ -427,3 +427,39 @@ def test_ctrl_c_during_synth_says_which_tree_is_in_place(tmp_path):
                 seen.add("new")
         ran(colocate("synth", "--config", CONFIG, "--outdir", str(out), cwd=tmp_path), 0)
     assert "old" in seen and "done" in seen, seen
+
+
+# --- item 13: two synths at once -----------------------------------------------------------------
+
+_WRITER = """
+import sys
+from colocate import render
+items = [render.Manifest(f"apps/a{i % 7}", {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": f"c{i}", "namespace": "a"}, "data": {"who": sys.argv[2]}}) for i in range(int(sys.argv[3]))]
+render.write_tree(render.render(items, render.index(items, "1.0.0", "1.28.0", {})), __import__("pathlib").Path(sys.argv[1]))
+"""
+
+
+def test_two_writers_at_once_both_finish_and_leave_one_whole_tree(tmp_path):
+    import sys
+    import time
+    from colocate import render
+
+    out = tmp_path / "dist"
+    for round_ in range(2):
+        start = lambda who, count: subprocess.Popen([sys.executable, "-c", _WRITER, str(out), who, str(count)],
+                                                    cwd=ROOT, stderr=subprocess.PIPE, text=True)
+        # A big tree, whose staging folder lives for seconds; then a small one.
+        procs = [start("first", 20000)]
+        # The second starts while the first writes its staging folder (dist.tmp-*).
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob("dist.tmp-*")) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        procs.append(start("second", 10))
+        for proc in procs:
+            _, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err
+        state = render.read_tree(out)
+        whos = {line for text in state.values() for line in text.splitlines() if line.strip().startswith("who:")}
+        assert len(state) in (20001, 11) and len(whos) == 1, (len(state), whos)
+        assert [p.name for p in tmp_path.iterdir()] == ["dist"]
