@@ -413,7 +413,7 @@ def described_rules(config_path: Path | None = None) -> tuple[Rule, ...]:
 
 
 def check(paths: list[Path], config_path: Path | None = None, cluster: Path | None = None,
-          timings: Timings | None = None) -> CheckResult:
+          timings: Timings | None = None, exclude: Iterable[str] = ()) -> CheckResult:
     """Validate manifests. Raises ColocateError for unusable input (exit 2). ``timings``, when
     given, receives the seconds of each phase and rule (``check --timings``)."""
     clock = [time.perf_counter()]
@@ -425,7 +425,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         clock[0] = now
 
     config = config_mod.load(config_path) if config_path else config_mod.load()
-    inputs = manifests.find(paths)  # an unknown path is bad input before any tool starts
+    inputs = manifests.find(paths, exclude)  # an unknown path is bad input before any tool starts
     if not inputs.files:
         hint = "".join(f"; {s.path}: {s.reason} ({s.hint})" for s in inputs.skipped)
         raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{hint}")
@@ -436,9 +436,20 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
     try:
         phase("start kubeconform")  # inside the try: a Ctrl-C from here on stops kubeconform too
         tally: list[int] = []
-        docs = _parse(inputs.files, tally)
+        # A file found in a folder that is not manifests (a CI workflow, a Helm template) is
+        # reported on its own and the rest checked, as kubeconform does; one named is bad input.
+        named = {str(p) for p in paths if not p.is_dir()}
+        unusable: list[tuple[Path, InputError]] = []
+        docs = _parse(inputs.files, tally, unusable, named)
         if not docs:
-            raise InputError(", ".join(map(str, paths)), "", "no Kubernetes objects found")
+            said = "".join(f"; {exc}" for _, exc in unusable[:3])
+            raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{said}")
+        if unusable:  # kubeconform again, without them: its verdict must cover the objects parsed
+            validation.kill()
+            validation.wait()
+            left_out = {str(p) for p, _ in unusable}
+            validation = kubeconform.start([f for f in inputs.files if str(f) not in left_out],
+                                           config.kubernetes_version)
         phase("parse YAML")
         rules = load_rules()
         ctx = _context(reference(config), docs, config.gitops.min_argocd_version,
@@ -457,7 +468,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
             validation.kill()
             validation.wait()
     findings, suppressed = _suppress(_schema_result_findings(schema_result, docs) + rule_findings
-                                     + _skipped_findings(inputs.skipped), docs)
+                                     + _skipped_findings(inputs.skipped) + _unusable_findings(unusable), docs)
     findings = _with_field_lines(findings)
     suppressed = list(zip(_with_field_lines([f for f, _ in suppressed]), (reason for _, reason in suppressed)))
     findings.sort(key=lambda f: (f.file, f.line, f.field_line, f.rule, f.field))
@@ -466,11 +477,28 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
     return CheckResult(findings, schema_result, len(docs), [r.filled(ctx.values) for r in rules], suppressed)
 
 
-def _parse(files: Iterable[Path], tally: list[int] | None = None) -> list[Doc]:
+def _unusable_findings(unusable: list[tuple[Path, InputError]]) -> list[Finding]:
+    """One error per file in a checked folder that is not manifests (Argo CD would fail to sync it)."""
+    out = []
+    for path, exc in unusable:
+        line = int(exc.where) if exc.where.isdigit() else 0
+        out.append(Finding(INPUT_RULE_ID, "error", str(path), line, "", "", "", "", exc.reason,
+                           "make it a Kubernetes manifest, move it out of the folder, or leave it out with --exclude"))
+    return out
+
+
+def _parse(files: Iterable[Path], tally: list[int] | None = None,
+           unusable: list[tuple[Path, InputError]] | None = None, named: set[str] = frozenset()) -> list[Doc]:
     """The objects of the files, frozen out of the cyclic collector's scans: they are millions
     of containers that live until the check ends, without cycles, and every full collection
     during the rules would rescan them all. :func:`check` unfreezes them when done (after an
     exception, the next check does)."""
-    docs = manifests.load_files(files, tally)
+    if unusable is None:
+        docs = manifests.load_files(files, tally)
+    else:
+        docs = manifests.load_files(files, tally, unusable)
+        for path, exc in unusable:
+            if str(path) in named:
+                raise exc
     gc.freeze()
     return docs

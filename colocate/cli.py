@@ -102,7 +102,7 @@ def _check(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.paths] if args.paths else [_default_dist()]
     timings: checker.Timings | None = [] if args.timings else None
     result = checker.check(paths, Path(args.config) if args.config else None,
-                           Path(args.cluster) if args.cluster else None, timings)
+                           Path(args.cluster) if args.cluster else None, timings, args.exclude)
     if timings is not None:
         for name, seconds in sorted(timings, key=lambda t: -t[1]):
             print(f"{seconds:8.3f} s  {name}", file=sys.stderr)
@@ -273,6 +273,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--explain", metavar="RULE-ID", help="print a rule's rationale, fix and examples, and exit")
     c.add_argument("--cluster", help="file or folder of NodePool descriptions the capacity rules judge against "
                                      "(default: those among the checked files, else the repository's dist/nodes/)")
+    c.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="in checked folders, leave out paths (relative to the folder) or names matching GLOB "
+                        "(repeat for more); hidden folders are left out unless named")
     c.add_argument("--timings", action="store_true",
                    help="print the seconds each phase and rule took to stderr, slowest first")
     c.set_defaults(func=_check)

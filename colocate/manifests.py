@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import bisect
 import errno
+import fnmatch
 import gc
 import json
 import math
@@ -159,31 +160,44 @@ def _rendered(folder: str, names: list[str]) -> Skipped | None:
     return Skipped(folder, f"not plain manifests: {reason}; its files were not checked", hint.format(dir=folder))
 
 
-def _walk(folder: Path, skipped: list[Skipped]) -> list[Path]:
+def excluded(rel: str, patterns: Iterable[str]) -> bool:
+    """``rel`` (a path relative to a checked folder, with /) matches an --exclude pattern: the
+    whole path, or any one of its names (``chart`` leaves out every folder or file so named)."""
+    parts = rel.split("/")
+    return any(fnmatch.fnmatchcase(rel, p) or any(fnmatch.fnmatchcase(part, p) for part in parts) for p in patterns)
+
+
+def _walk(folder: Path, skipped: list[Skipped], exclude: tuple[str, ...] = ()) -> list[Path]:
     """Manifest files under ``folder``, sorted. Symbolic links to folders are not followed (as
-    kubeconform's filepath.Walk), so a link loop cannot make the walk endless."""
+    kubeconform's filepath.Walk), so a link loop cannot make the walk endless. Hidden folders
+    (``.github``, ``.git``) are left out, unless named; so is whatever ``exclude`` matches."""
     def unreadable(exc: OSError) -> None:
         raise InputError(exc.filename or str(folder), "", f"cannot read the folder: {exc.strerror}")
 
     out = []
     for top, dirs, names in os.walk(folder, onerror=unreadable):
+        rel = Path(top).relative_to(folder).as_posix()
+        prefix = "" if rel == "." else rel + "/"
+        dirs[:] = [d for d in dirs if not d.startswith(".") and not excluded(prefix + d, exclude)]
         notice = _rendered(top, names)
         if notice:
             skipped.append(notice)
             dirs[:] = []
             continue
-        out.extend(Path(top, n) for n in names if n.lower().endswith(MANIFEST_SUFFIXES))
+        out.extend(Path(top, n) for n in names
+                   if n.lower().endswith(MANIFEST_SUFFIXES) and not excluded(prefix + n, exclude))
     return sorted(out)
 
 
-def find(paths: list[Path]) -> Inputs:
+def find(paths: list[Path], exclude: Iterable[str] = ()) -> Inputs:
     """Every manifest file under the paths, in a stable order, each file once however often it is
-    named; folders of Helm charts and Kustomize are left out with a notice. An unknown path is bad input."""
+    named; folders of Helm charts and Kustomize are left out with a notice, and in folders, hidden
+    folders and what ``exclude`` matches. An unknown path is bad input."""
     found: list[Path] = []
     skipped: list[Skipped] = []
     for path in paths:
         if path.is_dir():
-            found.extend(_walk(path, skipped))
+            found.extend(_walk(path, skipped, tuple(exclude)))
         elif os.path.lexists(path):
             # Named explicitly: a broken or looping link, or an unreadable file, is reported when read.
             notice = _rendered(str(path.parent), [path.name])
@@ -537,30 +551,51 @@ def kubeconform_resources(obj: dict[str, Any]) -> int:
     return 1
 
 
-def load_files(paths: Iterable[Path], tally: list[int] | None = None) -> list[Doc]:
+def load_files(paths: Iterable[Path], tally: list[int] | None = None,
+               unusable: list[tuple[Path, InputError]] | None = None) -> list[Doc]:
     """Parse every object in the files (see _objects). ``tally``, when given, receives the
-    number of resources kubeconform validates in them (kubeconform_resources)."""
+    number of resources kubeconform validates in them (kubeconform_resources). With
+    ``unusable``, a file that is not manifests is listed there and left out, instead of
+    stopping the whole load."""
     with _collector_paused():
-        return _load_files(paths, tally)
+        return _load_files(paths, tally, unusable)
 
 
-def _load_files(paths: Iterable[Path], tally: list[int] | None = None) -> list[Doc]:
+def _load_files(paths: Iterable[Path], tally: list[int] | None = None,
+                unusable: list[tuple[Path, InputError]] | None = None) -> list[Doc]:
     docs: list[Doc] = []
     resources = 0
     for path in paths:
-        text = _read(path)
-        documents = _json_documents if path.suffix.lower() == ".json" else _yaml_documents
-        for count, (line, obj, node) in enumerate(documents(path, text)):
-            if count and documents is _json_documents:
-                raise InputError(str(path), str(line), "a second JSON object: Argo CD reads one object per .json "
-                                                       "file (kubectl reads more); split the file, or wrap the "
-                                                       "objects in a kind: List")
-            if obj is not None:
-                docs.extend(_objects(path, line, obj, node))
-                resources += kubeconform_resources(obj)
+        if unusable is None:
+            found, count = _load_file(path)
+        else:
+            try:
+                found, count = _load_file(path)
+            except InputError as exc:
+                unusable.append((path, exc))
+                continue
+        docs.extend(found)
+        resources += count
     if tally is not None:
         tally.append(resources)
     return docs
+
+
+def _load_file(path: Path) -> tuple[list[Doc], int]:
+    """The objects of one file, and how many resources kubeconform validates in it."""
+    docs: list[Doc] = []
+    resources = 0
+    text = _read(path)
+    documents = _json_documents if path.suffix.lower() == ".json" else _yaml_documents
+    for count, (line, obj, node) in enumerate(documents(path, text)):
+        if count and documents is _json_documents:
+            raise InputError(str(path), str(line), "a second JSON object: Argo CD reads one object per .json "
+                                                   "file (kubectl reads more); split the file, or wrap the "
+                                                   "objects in a kind: List")
+        if obj is not None:
+            docs.extend(_objects(path, line, obj, node))
+            resources += kubeconform_resources(obj)
+    return docs, resources
 
 
 def load(paths: list[Path]) -> list[Doc]:

@@ -463,3 +463,35 @@ def test_two_writers_at_once_both_finish_and_leave_one_whole_tree(tmp_path):
         whos = {line for text in state.values() for line in text.splitlines() if line.strip().startswith("who:")}
         assert len(state) in (20001, 11) and len(whos) == 1, (len(state), whos)
         assert [p.name for p in tmp_path.iterdir()] == ["dist"]
+
+
+# --- item 14: one file that is no manifest in a folder -------------------------------------------
+
+
+def _folder_with_strays(root: Path) -> None:
+    write(root / "deploy.yaml", [deployment(replicas="three")])
+    write(root / "cm.yaml", [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}}])
+    write(root / "chart" / "templates" / "svc.yaml", "metadata:\n  name: {{ .Release.Name }}\n")
+    write(root / "notes.yaml", "title: not a manifest\n")
+
+
+def test_a_non_manifest_yaml_in_a_folder_is_reported_per_file_and_the_rest_checked(tmp_path):
+    _folder_with_strays(tmp_path)
+    write(tmp_path / ".github" / "workflows" / "ci.yml", "on: push\njobs: {}\n")
+    report = json.loads(ran(colocate("check", ".", "--format", "json", cwd=tmp_path), 1).stdout)
+    by_file = {}
+    for f in report["findings"]:
+        by_file.setdefault(f["file"], []).append(f["rule"])
+    assert by_file["chart/templates/svc.yaml"] == ["INPUT"] and by_file["notes.yaml"] == ["INPUT"], by_file
+    assert "SCHEMA" in by_file["deploy.yaml"], by_file  # the rest was checked, kubeconform included
+    assert not [f for f in by_file if f.startswith(".github")], by_file  # hidden folders are skipped
+    # Named, a hidden folder is checked; --exclude leaves paths out.
+    report = json.loads(ran(colocate("check", ".", ".github", "--exclude", "chart", "--exclude", "notes.yaml",
+                                     "--format", "json", cwd=tmp_path), 1).stdout)
+    files = {f["file"] for f in report["findings"]}
+    assert ".github/workflows/ci.yml" in files and "notes.yaml" not in files and not any("chart" in f for f in files), files
+
+
+def test_a_non_manifest_file_named_explicitly_is_still_bad_input(tmp_path):
+    write(tmp_path / "notes.yaml", "title: not a manifest\n")
+    ran(colocate("check", "notes.yaml", cwd=tmp_path), 2)
