@@ -354,9 +354,13 @@ def _with_field_lines(findings: list[Finding]) -> list[Finding]:
 
 
 def cluster_pools(docs: list[Doc], cluster: Path | None) -> tuple[tuple[PoolFacts, ...], str]:
-    """The node pools the capacity rules judge against: the NodePool descriptions among the
-    checked objects, else those under ``cluster``, else those in the repository's dist/nodes/."""
-    described = [(d.file, d.obj) for d in docs if d.kind == pool_facts.KIND]
+    """The node pools the capacity rules judge against: those under ``cluster`` when given (an
+    explicit --cluster wins, and must exist), else the NodePool descriptions among the checked
+    objects, else those in the repository's dist/nodes/."""
+    if cluster is not None and not cluster.exists():
+        raise InputError(str(cluster), "", "no such file or folder (--cluster names the NodePool descriptions "
+                         "the capacity rules judge against)")
+    described = [] if cluster is not None else [(d.file, d.obj) for d in docs if d.kind == pool_facts.KIND]
     source = "the checked files"
     if not described:
         where = cluster or repository() / "dist" / "nodes"

@@ -272,7 +272,7 @@ def parser() -> argparse.ArgumentParser:
                    help="lowest severity that makes the exit code 1 (default: error)")
     c.add_argument("--explain", metavar="RULE-ID", help="print a rule's rationale, fix and examples, and exit")
     c.add_argument("--cluster", help="file or folder of NodePool descriptions the capacity rules judge against "
-                                     "(default: those among the checked files, else the repository's dist/nodes/)")
+                                     "(it wins over those among the checked files; default: those, else the repository's dist/nodes/)")
     c.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                    help="in checked folders, leave out paths (relative to the folder) or names matching GLOB "
                         "(repeat for more); hidden folders are left out unless named")

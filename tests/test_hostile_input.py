@@ -495,3 +495,18 @@ def test_a_non_manifest_yaml_in_a_folder_is_reported_per_file_and_the_rest_check
 def test_a_non_manifest_file_named_explicitly_is_still_bad_input(tmp_path):
     write(tmp_path / "notes.yaml", "title: not a manifest\n")
     ran(colocate("check", "notes.yaml", cwd=tmp_path), 2)
+
+
+# --- item 15: --cluster is never silently ignored ------------------------------------------------
+
+
+def test_an_explicit_cluster_wins_over_node_pools_among_the_checked_files(tmp_path):
+    proc = ran(colocate("check", str(ROOT / "dist"), "--cluster", str(tmp_path / "nonexistent"), cwd=tmp_path), 2)
+    assert "nonexistent" in proc.stderr, proc.stderr
+    # A cluster whose mixed nodes are too small for the reference jobs: its verdict is the one given.
+    small = yaml.safe_load((ROOT / "dist/nodes/mixed/nodepool.mixed.yaml").read_text())
+    small["spec"]["allocatable"]["cpu"] = "500m"
+    write(tmp_path / "small.yaml", [small])
+    found = _rules(ran(colocate("check", str(ROOT / "dist"), "--cluster", "small.yaml", "--format", "json",
+                                cwd=tmp_path), 1))
+    assert found.get("COL050"), found.keys()
