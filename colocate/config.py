@@ -116,7 +116,30 @@ def json_path(parts) -> str:
     return out
 
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: check reads some 50 rule files per run
+class _DuplicateKey(yaml.MarkedYAMLError):
+    """A mapping that names a key twice: YAML forbids it, PyYAML lets the last one win."""
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """Safe YAML (libyaml: check reads some 50 rule files per run) that refuses a duplicate key:
+    a job file that shows ``gpus: 0`` first must not quietly ask for the later ``gpus: 12``."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[tuple[str, str], int] = {}
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    key = (key_node.tag, key_node.value)
+                    line = key_node.start_mark.line + 1
+                    if key in seen:
+                        raise _DuplicateKey(problem=f"key {key_node.value!r} appears twice (lines {seen[key]} and "
+                                                    f"{line}): the last one would win; keep one",
+                                            problem_mark=key_node.start_mark)
+                    seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
+_LOADER = _Loader
 
 
 def load_yaml_file(path: Path, name: str | None = None) -> object:
@@ -140,6 +163,8 @@ def load_yaml_file(path: Path, name: str | None = None) -> object:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f"{mark.line + 1}" if mark else ""
+        if isinstance(exc, _DuplicateKey):
+            raise InputError(name, line, exc.problem) from None
         raise InputError(name, line, f"not valid YAML: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise InputError(name, "", f"not valid YAML: {exc}") from None

@@ -510,3 +510,23 @@ def test_an_explicit_cluster_wins_over_node_pools_among_the_checked_files(tmp_pa
     found = _rules(ran(colocate("check", str(ROOT / "dist"), "--cluster", "small.yaml", "--format", "json",
                                 cwd=tmp_path), 1))
     assert found.get("COL050"), found.keys()
+
+
+# --- item 16: duplicate keys in job files and colocate.yaml --------------------------------------
+
+
+def test_a_duplicate_key_in_a_job_file_is_refused_with_both_lines(tmp_path):
+    write(tmp_path / "jobs" / "x.yaml", "name: x\nimage: harbor.example.com/ml/x:1\nroles:\n"
+                                        "  Worker: {cpu: 1, memory: 1Gi, gpus: 0}\n"
+                                        "  Worker: {cpu: 1, memory: 1Gi, gpus: 12}\n")
+    proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
+    assert "x.yaml:5: key 'Worker' appears twice (lines 4 and 5)" in proc.stderr, proc.stderr
+
+
+def test_a_duplicate_key_in_colocate_yaml_is_refused_with_both_lines(tmp_path):
+    text = (ROOT / "colocate.yaml").read_text()
+    (tmp_path / "colocate.yaml").write_text(text + "release: 9.9.9\n")
+    first = next(i for i, line in enumerate(text.splitlines(), 1) if line.startswith("release:"))
+    last = len(text.splitlines()) + 1
+    proc = ran(colocate("synth", "--outdir", "out", cwd=tmp_path), 2)
+    assert f"colocate.yaml:{last}: key 'release' appears twice (lines {first} and {last})" in proc.stderr, proc.stderr
