@@ -84,12 +84,28 @@ def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path |
     """Build, render and write dist/. Any error before the swap leaves ``outdir`` untouched."""
     render.check_outdir(outdir)  # before the minutes of building, not after
     files = _render(config_path, jobs_dir, jobs_required)
+    _refuse_findings(files, outdir, config_path)
     try:
         render.write_tree(files, outdir, on_swap)
     except OSError as exc:  # a full disk, a folder made read-only meanwhile: the old tree stays
         raise InputError(str(outdir), "", f"could not write the new tree ({exc.strerror or exc}); the folder is "
                          "unchanged") from None
     return files
+
+
+def _refuse_findings(files: dict[str, str], outdir: Path, config_path: Path | None) -> None:
+    """synth refuses a tree its own check would refuse (a job that breaks the namespace's quota,
+    more GPUs than the cluster has): the rules' errors, before anything is written."""
+    from colocate import checker
+    from colocate.report import escape
+
+    config = config_mod.load(config_path) if config_path else config_mod.load()
+    errors = checker.judge_rendered({outdir / rel: text for rel, text in files.items()}, config)
+    if errors:
+        shown = "".join(f"\n  {escape(f'{f.rule} {f.file}: {f.ref}: {f.field}: {f.message}')}" for f in errors[:5])
+        more = f"\n  and {len(errors) - 5} more" if len(errors) > 5 else ""
+        raise InputError(str(outdir), "", f"not written: `colocate check` would refuse the tree "
+                         f"({len(errors)} errors){shown}{more}")
 
 
 def stale(outdir: Path = DIST, config_path: Path | None = None,

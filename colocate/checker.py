@@ -491,6 +491,21 @@ def _unusable_findings(unusable: list[tuple[Path, InputError]]) -> list[Finding]
     return out
 
 
+def judge_rendered(texts: dict[Path, str], config: config_mod.Config) -> list[Finding]:
+    """The policy rules' errors on a tree synth is about to write (files not on disk yet), with
+    the pools it describes: synth refuses what its own check would refuse. kubeconform is not
+    run here: the constructs emit schema-shaped objects, and ``check`` validates them after."""
+    docs = manifests.load_texts({p: t for p, t in texts.items() if p.suffix == ".yaml"})
+    ctx = _context(reference(config), docs, config.gitops.min_argocd_version, config.registry_host,
+                   config.registry_proxy_projects)
+    ctx.pools, ctx.pools_source = pool_facts.from_documents([(d.file, d.obj) for d in docs
+                                                              if d.kind == pool_facts.KIND]), "the synthesized tree"
+    rules = load_rules()
+    ctx.rules = tuple(rules)
+    findings, _ = _suppress(evaluate(rules, Index(docs, ctx)), docs)
+    return sorted((f for f in findings if f.severity == "error"), key=lambda f: (f.file, f.line, f.rule))
+
+
 def _parse(files: Iterable[Path], tally: list[int] | None = None,
            unusable: list[tuple[Path, InputError]] | None = None, named: set[str] = frozenset()) -> list[Doc]:
     """The objects of the files, frozen out of the cyclic collector's scans: they are millions

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 import yaml
 
@@ -596,6 +596,17 @@ def _load_file(path: Path) -> tuple[list[Doc], int]:
             docs.extend(_objects(path, line, obj, node))
             resources += kubeconform_resources(obj)
     return docs, resources
+
+
+def load_texts(texts: Mapping[Path, str]) -> list[Doc]:
+    """The objects of YAML texts not (yet) on disk, named by the paths they will have."""
+    docs: list[Doc] = []
+    with _collector_paused():
+        for path, text in texts.items():
+            for line, obj, node in _yaml_documents(path, text):
+                if obj is not None:
+                    docs.extend(_objects(path, line, obj, node))
+    return docs
 
 
 def load(paths: list[Path]) -> list[Doc]:

@@ -530,3 +530,26 @@ def test_a_duplicate_key_in_colocate_yaml_is_refused_with_both_lines(tmp_path):
     last = len(text.splitlines()) + 1
     proc = ran(colocate("synth", "--outdir", "out", cwd=tmp_path), 2)
     assert f"colocate.yaml:{last}: key 'release' appears twice (lines {first} and {last})" in proc.stderr, proc.stderr
+
+
+# --- item 17: synth refuses what its own check refuses -------------------------------------------
+
+
+def _jobs(folder: Path, count: int, **worker: object) -> None:
+    role = ", ".join(f"{k}: {v}" for k, v in {"cpu": "10m", "memory": "16Mi", **worker}.items())
+    for i in range(count):
+        write(folder / f"j{i}.yaml", f"name: j{i}\nimage: harbor.example.com/ml/x:1\nroles:\n  Worker: {{{role}}}\n")
+
+
+def test_synth_refuses_more_claims_than_the_quota_allows_and_check_reports_it(tmp_path):
+    _jobs(tmp_path / "jobs", 101)
+    proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
+    assert "not written: `colocate check` would refuse the tree" in proc.stderr, proc.stderr
+    assert "COL051" in proc.stderr and "spec.hard[persistentvolumeclaims]" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_synth_refuses_a_job_beyond_the_gpu_quota(tmp_path):
+    _jobs(tmp_path / "jobs", 1, replicas=13, gpus=1)
+    proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
+    assert "COL051" in proc.stderr and "requests.nvidia.com/gpu" in proc.stderr, proc.stderr
