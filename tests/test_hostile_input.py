@@ -553,3 +553,19 @@ def test_synth_refuses_a_job_beyond_the_gpu_quota(tmp_path):
     _jobs(tmp_path / "jobs", 1, replicas=13, gpus=1)
     proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
     assert "COL051" in proc.stderr and "requests.nvidia.com/gpu" in proc.stderr, proc.stderr
+
+
+# --- item 18: more file names than one command line holds ----------------------------------------
+
+
+def test_file_names_beyond_the_argument_limit_are_validated_in_batches(tmp_path):
+    import os
+
+    deep = tmp_path.joinpath(*(["d" * 250] * 14))  # 3500-byte paths: 700 of them exceed ARG_MAX (2 MiB)
+    deep.mkdir(parents=True)
+    count = 700
+    for i in range(count):
+        (deep / f"cm{i}.yaml").write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}, namespace: default}}\n")
+    assert count * len(str(deep)) > os.sysconf("SC_ARG_MAX")
+    proc = ran(colocate("check", str(tmp_path), cwd=tmp_path), 0)
+    assert f"kubeconform: {count} valid, 0 invalid, 0 errors, 0 skipped" in proc.stdout, proc.stdout + proc.stderr
