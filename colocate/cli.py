@@ -77,7 +77,7 @@ def _synth_paths(args: argparse.Namespace) -> tuple[Path | None, Path, Path]:
         if config is None:
             raise ColocateError(f"no colocate.yaml in {Path.cwd()} or any folder above it: synth writes the "
                                 "dist/ of a colocate repository from its colocate.yaml and jobs/; run it inside "
-                                "one, or name a configuration with --config")
+                                "one, name a configuration with --config, or start one with `colocate init`")
         home = config.resolve().parent
     outdir = Path(args.outdir) if args.outdir else home / "dist"
     jobs = Path(args.jobs) if args.jobs else home / "jobs"
@@ -101,7 +101,7 @@ def _check(args: argparse.Namespace) -> int:
         return _explain(args.explain, Path(args.config) if args.config else None)
     paths = [Path(p) for p in args.paths] if args.paths else [_default_dist()]
     timings: checker.Timings | None = [] if args.timings else None
-    result = checker.check(paths, Path(args.config) if args.config else None,
+    result = checker.check(paths, Path(args.config) if args.config else _outside_config(),
                            Path(args.cluster) if args.cluster else None, timings, args.exclude)
     if timings is not None:
         for name, seconds in sorted(timings, key=lambda t: -t[1]):
@@ -112,6 +112,40 @@ def _check(args: argparse.Namespace) -> int:
         sys.stdout.write(report.FORMATS[args.format](result))
     failing = result.findings if args.fail_on == "warning" else result.errors
     return EXIT_FINDINGS if failing else EXIT_OK
+
+
+def _outside_config() -> Path | None:
+    """Outside any colocate repository (no colocate.yaml from here up), the packaged reference
+    configuration, said in one line; None inside one (its colocate.yaml)."""
+    from colocate import config as config_mod
+    from colocate.resources import find_repository
+
+    if find_repository() is not None:
+        return None
+    path = config_mod.reference_path()
+    print(f"colocate: no colocate.yaml in {Path.cwd()} or above; using the packaged reference configuration "
+          f"({path}); `colocate init` writes one to edit", file=sys.stderr)
+    return path
+
+
+def _init(args: argparse.Namespace) -> int:
+    from colocate import config as config_mod
+    from colocate.resources import CONFIG_NAME
+
+    folder = Path(args.folder)
+    target = folder / CONFIG_NAME
+    if not folder.is_dir():
+        raise InputError(args.folder, "", "no such folder")
+    if target.exists() or target.is_symlink():
+        raise InputError(str(target), "", "colocate.yaml already exists; init never overwrites it")
+    try:
+        with open(target, "x") as out:
+            out.write(config_mod.reference_path().read_text())
+    except OSError as exc:
+        raise InputError(str(target), "", f"cannot be written: {exc.strerror}") from None
+    print(f"colocate: wrote {target}: the reference cluster's settings; edit them, add job files to jobs/, "
+          "then run `colocate synth`", file=sys.stderr)
+    return EXIT_OK
 
 
 def _default_dist() -> Path:
@@ -348,6 +382,9 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     m.add_argument("--keep-logs", action="store_true", help="keep the components' logs (kept anyway on failure)")
     m.set_defaults(func=_simulate)
+    i = command("init", help="write a starter colocate.yaml (the reference configuration) to edit")
+    i.add_argument("folder", nargs="?", default=".", help="where (default: here); an existing colocate.yaml is kept")
+    i.set_defaults(func=_init)
     r = command("rules", help="list every policy rule")
     r.add_argument("--format", choices=("text", "json"), default="text")
     r.set_defaults(func=_rules)

@@ -261,6 +261,13 @@ def _alertmanager_secret(data: dict) -> AlertmanagerSecret:
     return AlertmanagerSecret(name=data["name"], **{field: data[key] for key, field in keys.items() if key in data})
 
 
+def reference_path() -> Path:
+    """The reference configuration shipped in the package (a copy of the repository's
+    colocate.yaml, tests/test_packaging.py keeps them equal): what ``check`` uses outside any
+    colocate repository, and what ``colocate init`` writes."""
+    return data_path("colocate", "reference", CONFIG_NAME)
+
+
 def default_path() -> Path:
     """colocate.yaml of the working repository (colocate.resources.repository)."""
     return repository() / CONFIG_NAME

@@ -301,6 +301,7 @@ def test_synth_outside_a_repository_refuses_and_writes_nothing(tmp_path):
     stamp = (ROOT / "dist" / "index.yaml").stat().st_mtime_ns
     proc = ran(colocate("synth", cwd=tmp_path), 2)
     assert f"no colocate.yaml in {tmp_path} or any folder above it" in proc.stderr, proc.stderr
+    assert "colocate init" in proc.stderr, proc.stderr
     assert (ROOT / "dist" / "index.yaml").stat().st_mtime_ns == stamp and render.read_tree(ROOT / "dist") == before
     assert list(tmp_path.iterdir()) == []
 
