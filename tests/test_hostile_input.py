@@ -570,3 +570,21 @@ def test_file_names_beyond_the_argument_limit_are_validated_in_batches(tmp_path)
     assert count * len(str(deep)) > os.sysconf("SC_ARG_MAX")
     proc = ran(colocate("check", str(tmp_path), cwd=tmp_path), 0)
     assert f"kubeconform: {count} valid, 0 invalid, 0 errors, 0 skipped" in proc.stdout, proc.stdout + proc.stderr
+
+
+# --- Low: COL006 across separate Argo CD applications ---------------------------------------------
+
+
+def test_objects_without_a_namespace_in_separate_application_folders_are_no_duplicates(tmp_path):
+    # argoproj/argocd-example-apps: helm-hooks/ and sync-waves/ both hold Service frontend with no
+    # namespace; each Application's destination gives its own.
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "frontend"},
+               "spec": {"ports": [{"port": 80}], "selector": {"app": "frontend"}}}
+    write(tmp_path / "helm-hooks" / "manifests.yaml", [service])
+    write(tmp_path / "sync-waves" / "manifests.yaml", [service])
+    found = _rules(ran(colocate("check", ".", "--format", "json", cwd=tmp_path), 1))
+    assert "COL006" not in found, found.get("COL006")
+    # Twice in one folder (one Application) is still a duplicate.
+    write(tmp_path / "sync-waves" / "again.yaml", [service])
+    found = _rules(ran(colocate("check", ".", "--format", "json", cwd=tmp_path), 1))
+    assert [f["file"] for f in found["COL006"]] == ["sync-waves/manifests.yaml"], found.get("COL006")

@@ -5,6 +5,7 @@ the rule's metadata, message and fix live in policies/rules/<id>.yaml.
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import PurePath
 from typing import Iterator
 
 from colocate import quantity
@@ -95,13 +96,36 @@ def duplicate_objects(index: Index, rule: Rule) -> Iterator[Violation]:
     """The same group/kind/namespace/name defined more than once. An object with generateName
     and no name gets a fresh name each time it is created, so it never collides."""
     seen: dict[tuple, list] = defaultdict(list)
+    destinations = _destination_namespaces(index)
     for doc in index.api_objects():
         if not doc.name and doc.metadata.get("generateName"):
             continue
-        seen[(doc.group, doc.kind, doc.namespace, doc.name)].append(doc)
+        namespace = doc.namespace
+        if not namespace and doc.namespaced:
+            # No namespace of its own: the Application syncing its folder gives it one (Argo CD's
+            # spec.destination.namespace), so two such objects in separate folders, as two
+            # Applications sync them, need not collide. Known destinations are compared.
+            folder = PurePath(doc.file).parent.as_posix()
+            namespace = next((ns for path, ns in destinations if folder == path or folder.endswith("/" + path)),
+                             f"(the destination of {folder}/)")
+        seen[(doc.group, doc.kind, namespace, doc.name)].append(doc)
     for docs in seen.values():
         for duplicate in docs[1:]:
             yield Violation(duplicate, "metadata.name", f"also defined in {docs[0].file}:{docs[0].line}")
+
+
+def _destination_namespaces(index: Index) -> list[tuple[str, str]]:
+    """(source path, destination namespace) of the checked Applications that set both."""
+    out = []
+    for app in index.of_kind("Application"):
+        spec = app.obj.get("spec") or {}
+        namespace = (spec.get("destination") or {}).get("namespace")
+        sources = [spec["source"]] if isinstance(spec.get("source"), dict) else []
+        sources += [s for s in spec.get("sources") or [] if isinstance(s, dict)]
+        for source in sources:
+            if source.get("path") and isinstance(namespace, str) and namespace:
+                out.append((PurePath(str(source["path"]).strip("/")).as_posix(), namespace))
+    return out
 
 
 def namespaced_without_namespace(index: Index, rule: Rule) -> Iterator[Violation]:
