@@ -190,6 +190,8 @@ def _capacity(args: argparse.Namespace) -> int:
     if not Path(args.path).is_dir():
         raise InputError(args.path, "", "no such folder: name a dist/ folder")
     docs = capacity.api_objects(Path(args.path))
+    if not docs:
+        raise InputError(args.path, "", "no Kubernetes objects found: name a dist/ folder")
     pools = capacity.reference_pools(Path(args.config) if args.config else None)
     sys.stdout.write(formats.CAPACITY_FORMATS[args.format](capacity.usage(docs, pools), quota.uses(docs, pools)))
     return EXIT_OK

@@ -107,6 +107,11 @@ def load(jobs_dir: Path, config: Config, required: bool = True) -> list[JobFile]
                          "(<name>.yaml), or leave --jobs out to use the repository's jobs/ (none there is no job)")
     for path in sorted(jobs_dir.glob("*.yml")):
         raise InputError(display(path), "", "job files end in .yaml; rename it, or it would be ignored")
+    for path in sorted(jobs_dir.rglob("*")):
+        if path.suffix.lower() in (".yaml", ".yml", ".json") and not (path.parent == jobs_dir and path.suffix == ".yaml"):
+            where = "a subfolder" if path.parent != jobs_dir else f"the suffix {path.suffix}"
+            raise InputError(display(path), "", f"job files are <name>.yaml directly in the jobs folder; this one is "
+                             f"in {where}: move or rename it, or it would be ignored")
     boundary = _boundary(jobs_dir)
     paths = sorted(jobs_dir.glob("*.yaml"))
     for path in paths:

@@ -519,6 +519,10 @@ def _objects(path: Path, line: int, obj: Any, node: Any, where: str = "") -> Ite
             or not isinstance(obj.get("apiVersion"), str):
         raise InputError(str(path), str(line), f"{where}not a Kubernetes object (needs apiVersion and kind)")
     items = _list_items(obj)
+    if items is None and obj["kind"].lower() == "list" and "items" in obj:
+        # kubeconform would validate none of it (pkg/resource/resource.go unmarshals items as an array).
+        raise InputError(str(path), str(line), f"{where}the items of a List must be an array, not "
+                         f"{type(obj['items']).__name__}")
     if items is None:
         yield Doc(str(path), line, obj)
         return

@@ -588,3 +588,54 @@ def test_objects_without_a_namespace_in_separate_application_folders_are_no_dupl
     write(tmp_path / "sync-waves" / "again.yaml", [service])
     found = _rules(ran(colocate("check", ".", "--format", "json", cwd=tmp_path), 1))
     assert [f["file"] for f in found["COL006"]] == ["sync-waves/manifests.yaml"], found.get("COL006")
+
+
+# --- Low items -----------------------------------------------------------------------------------
+
+
+def test_diff_with_a_dist_folder_in_neither_revision_is_bad_input_and_one_object_differs(tmp_path):
+    from tests.helpers import git
+
+    dist = _dist_copy(tmp_path / "dist")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "base")
+    proc = ran(colocate("diff", "main", "--dist", "dsit", "--no-policy", "--no-capacity", cwd=tmp_path), 2)
+    assert "dsit" in proc.stderr and "neither" in proc.stderr, proc.stderr
+    _set_value(dist, "prepull-idle", 2000)
+    proc = ran(colocate("diff", "main", "--no-policy", "--no-capacity", cwd=tmp_path), 0)
+    assert "1 object differs in 1 Application" in proc.stdout, proc.stdout
+
+
+def test_job_files_that_would_be_ignored_are_refused(tmp_path):
+    for rel in ("sub/x.yaml", "x.YAML", "x.json"):
+        folder = tmp_path / "jobs"
+        import shutil
+        shutil.rmtree(folder, ignore_errors=True)
+        write(folder / rel, "name: x\nimage: harbor.example.com/ml/x:1\nroles:\n  Worker: {cpu: 1, memory: 1Gi}\n")
+        proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
+        assert "it would be ignored" in proc.stderr, (rel, proc.stderr)
+
+
+def test_capacity_of_an_empty_folder_is_bad_input(tmp_path):
+    (tmp_path / "empty").mkdir()
+    proc = ran(colocate("capacity", "empty", cwd=tmp_path), 2)
+    assert "no Kubernetes objects" in proc.stderr, proc.stderr
+
+
+def test_a_list_whose_items_is_a_mapping_is_bad_input_not_unvalidated(tmp_path):
+    write(tmp_path / "list.yaml", "apiVersion: v1\nkind: List\nitems:\n  a: {apiVersion: v1, kind: ConfigMap}\n")
+    proc = ran(colocate("check", "list.yaml", cwd=tmp_path), 2)
+    assert "items" in proc.stderr, proc.stderr
+
+
+def test_a_target_revision_with_a_new_line_is_refused(tmp_path):
+    data = yaml.safe_load((ROOT / "colocate.yaml").read_text())
+    data["gitops"]["targetRevision"] = "main\nevil"
+    (tmp_path / "colocate.yaml").write_text(yaml.safe_dump(data))
+    proc = ran(colocate("synth", "--outdir", "out", cwd=tmp_path), 2)
+    assert "targetRevision" in proc.stderr, proc.stderr
+
+
+def test_the_readme_lists_exit_code_141():
+    assert "| 141 |" in (ROOT / "README.md").read_text()

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from colocate.errors import ColocateError
 from colocate.review import capacity, compare, danger, policy, quota, tree
 from colocate.review.compare import FieldChange
 from colocate.review.danger import Danger
@@ -86,6 +87,9 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
     head_rev = tree.resolve(repo, head) if head else None
     base_label, head_label = base or f"merge-base {base_rev[:12]}", head or tree.WORKTREE
     with tree.checkout(repo, base_rev, dist) as base_root, tree.checkout(repo, head_rev, dist) as head_root:
+        if not base_root.is_dir() and not head_root.is_dir():
+            raise ColocateError(f"{dist}: in neither {base_label} nor {head_label}; --dist names the folder of the "
+                                "synth output in the repository (default: dist)")
         before, after = tree.load(base_label, base_root), tree.load(head_label, head_root)
         impact = policy.impact(base_root, head_root, config_path) if with_policy else None
         load = quotas = None

@@ -45,7 +45,8 @@ def _headline(r: Review) -> str:
     refused = [q for q in r.quota or () if q.over]
     full += f"; {len(refused)} quotas exceeded" if refused else ""
     full += f"; {len(r.unfit)} pods fit no node" if r.unfit else ""
-    return (f"{_plural(len(r.changes), 'object')} differ in {_plural(len(apps), 'Application')} "
+    verb = "differs" if len(r.changes) == 1 else "differ"
+    return (f"{_plural(len(r.changes), 'object')} {verb} in {_plural(len(apps), 'Application')} "
             f"({n[ADDED]} added, {n[REMOVED]} removed, "
             f"{n[CHANGED]} changed); {len(r.dangerous)} dangerous{policy}{full}")
 
