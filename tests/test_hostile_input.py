@@ -639,3 +639,24 @@ def test_a_target_revision_with_a_new_line_is_refused(tmp_path):
 
 def test_the_readme_lists_exit_code_141():
     assert "| 141 |" in (ROOT / "README.md").read_text()
+
+
+def test_diff_names_a_revisions_broken_file_by_its_path_and_refuses_an_absolute_link(tmp_path):
+    import os
+    from tests.helpers import git
+
+    dist = _dist_copy(tmp_path / "dist")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "base")
+    (dist / "apps/online/broken.yaml").write_text("a: [\n")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "broken")
+    proc = ran(colocate("diff", "HEAD~1", "HEAD", "--no-policy", "--no-capacity", cwd=tmp_path), 2)
+    assert "HEAD: dist/apps/online/broken.yaml:2: not valid YAML" in proc.stderr, proc.stderr
+    (dist / "apps/online/broken.yaml").unlink()
+    os.symlink("/etc/hostname", dist / "apps/online/abs.yaml")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "absolute link")
+    proc = ran(colocate("diff", "HEAD~1", "HEAD", "--no-policy", "--no-capacity", cwd=tmp_path), 2)
+    assert "absolute path" in proc.stderr, proc.stderr
