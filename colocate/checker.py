@@ -321,7 +321,29 @@ def evaluate(rules: Iterable[Rule], index: Index, timings: Timings | None = None
     return findings
 
 
-def _schema_result_findings(result: kubeconform.Result, docs: list[Doc]) -> list[Finding]:
+_KUBECONFORM_PREFIX = re.compile(r"problem validating schema\. Check JSON formatting: jsonschema validation failed "
+                                 r"with '[^']*' - ")
+
+
+def _schema_message(res: dict, doc: Doc | None, kubernetes_version: str) -> str:
+    """kubeconform's message without its cache paths, and a kind whose apiVersion the Kubernetes
+    version does not serve said so, with the versions it does serve."""
+    message = _KUBECONFORM_PREFIX.sub("", str(res.get("msg", "")))
+    message = re.sub(r"\s+- at ", "; at ", message)
+    kind = str(res.get("kind", ""))
+    if message.startswith("could not find schema for") and doc is not None and kind:
+        served = kubeconform.served_versions(kind, kubernetes_version)
+        api = doc.obj.get("apiVersion", "")
+        group = doc.group
+        shown = [f"{group}/{v.split('-')[-1]}" if group and v.split("-")[0] == group.split(".")[0] else v
+                 for v in served]
+        if shown and api not in shown:
+            message = (f"{api} is not served by Kubernetes {kubernetes_version} (removed, or never served): it "
+                       f"serves {kind} as {', '.join(shown)}")
+    return message
+
+
+def _schema_result_findings(result: kubeconform.Result, docs: list[Doc], kubernetes_version: str = "") -> list[Finding]:
     """kubeconform reports file, kind and name; find the namespace and line in our index."""
     if not result.resources:
         return []
@@ -331,7 +353,8 @@ def _schema_result_findings(result: kubeconform.Result, docs: list[Doc]) -> list
     for res in result.resources:
         doc = by_key.get((Path(res.get("filename", "")).resolve(), res.get("kind", ""), res.get("name", "")))
         status = res.get("status", "")
-        reason = {"statusSkipped": "skipped: no schema was consulted"}.get(status, res.get("msg", status))
+        reason = {"statusSkipped": "skipped: no schema was consulted"}.get(
+            status, _schema_message(res, doc, kubernetes_version) or status)
         findings.append(Finding(
             SCHEMA_RULE_ID, "error", res.get("filename", ""), doc.line if doc else 0, res.get("kind", ""),
             doc.namespace if doc else "", res.get("name", ""), "",
@@ -471,7 +494,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         if validation.poll() is None:
             validation.kill()
             validation.wait()
-    findings, suppressed = _suppress(_schema_result_findings(schema_result, docs) + rule_findings
+    findings, suppressed = _suppress(_schema_result_findings(schema_result, docs, config.kubernetes_version) + rule_findings
                                      + _skipped_findings(inputs.skipped) + _unusable_findings(unusable), docs)
     findings = _with_field_lines(findings)
     suppressed = list(zip(_with_field_lines([f for f, _ in suppressed]), (reason for _, reason in suppressed)))

@@ -133,6 +133,19 @@ class Validation:
         self._thread.join()
 
 
+def served_versions(kind: str, kubernetes_version: str) -> list[str]:
+    """The versions Kubernetes ``kubernetes_version`` serves ``kind`` at, as kubernetes-validate's
+    schema files name them (``<first label of the group>-<version>``, ``v1`` for core): read
+    from the kubeconform-ready copy; [] when it is not there."""
+    folder = CACHE / "kubernetes-validate" / f"v{kubernetes_version.lstrip('v')}-local-strict"
+    prefix = f"{kind.lower()}-"
+    try:
+        names = sorted(p.name for p in folder.glob(f"{prefix}*.json"))
+    except OSError:
+        return []
+    return [n[len(prefix):-len(".json")] for n in names if n[len(prefix):-len(".json")].count("-") <= 1]
+
+
 def _running(pid: int) -> bool:
     """The process exists and is no zombie (never reaps it: the runner thread does)."""
     try:

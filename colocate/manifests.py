@@ -235,6 +235,9 @@ def _read(path: Path) -> str:
         if exc.errno == errno.ELOOP:
             raise InputError(str(path), "", "symbolic link loop") from None
         raise InputError(str(path), "", f"cannot read the file: {exc.strerror}") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(str(path), "1", "UTF-16 text (it starts with a UTF-16 byte order mark): manifests must be "
+                                         "UTF-8; convert it, e.g. iconv -f UTF-16 -t UTF-8")
     if b"\0" in data:
         line = data[:data.index(b"\0")].count(b"\n") + 1
         raise InputError(str(path), str(line), "NUL byte: a binary file, not YAML or JSON")

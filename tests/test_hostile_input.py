@@ -660,3 +660,22 @@ def test_diff_names_a_revisions_broken_file_by_its_path_and_refuses_an_absolute_
     git(tmp_path, "commit", "-qm", "absolute link")
     proc = ran(colocate("diff", "HEAD~1", "HEAD", "--no-policy", "--no-capacity", cwd=tmp_path), 2)
     assert "absolute path" in proc.stderr, proc.stderr
+
+
+def test_schema_messages_carry_no_cache_path_and_name_a_removed_api(tmp_path):
+    write(tmp_path / "d.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a, namespace: default}\n"
+                               "spec: {replicas: 'three'}\n---\napiVersion: policy/v1beta1\nkind: PodDisruptionBudget\n"
+                               "metadata: {name: b, namespace: default}\nspec: {minAvailable: 1}\n")
+    schema = {f["kind"]: f["message"] for f in json.loads(ran(colocate("check", "d.yaml", "--format", "json",
+                                                                         cwd=tmp_path), 1).stdout)["findings"]
+              if f["rule"] == "SCHEMA"}
+    assert "file://" not in schema["Deployment"] and ".cache" not in schema["Deployment"], schema
+    assert "/spec/replicas" in schema["Deployment"], schema
+    assert "policy/v1beta1 is not served by Kubernetes 1.28.0" in schema["PodDisruptionBudget"], schema
+    assert schema["PodDisruptionBudget"].endswith("it serves PodDisruptionBudget as policy/v1"), schema
+
+
+def test_a_utf16_file_is_named_as_utf16_not_binary(tmp_path):
+    (tmp_path / "u.yaml").write_bytes("apiVersion: v1\nkind: ConfigMap\n".encode("utf-16"))
+    proc = ran(colocate("check", "u.yaml", cwd=tmp_path), 2)
+    assert "UTF-16" in proc.stderr and "binary" not in proc.stderr, proc.stderr
