@@ -189,6 +189,10 @@ def validate(data: object, schema: dict, file: str) -> None:
 _FORM_KEYWORDS = ("pattern", "anyOf", "oneOf", "not")
 
 
+#: What a YAML 1.1 boolean most likely was before the parser read it (for the quote-it hint).
+_YAML_WORDS = {True: "yes", False: "no"}
+
+
 def _in_words(error: jsonschema.ValidationError, validator: jsonschema.Draft202012Validator) -> str:
     """One schema error as a person can act on it: unknown keys and enum values with a
     did-you-mean, an empty file said so, a value of the wrong form explained in words with,
@@ -206,7 +210,11 @@ def _in_words(error: jsonschema.ValidationError, validator: jsonschema.Draft2020
         return f"{error.instance!r} is not one of {', '.join(map(str, schema['enum']))}" + _did_you_mean(
             str(error.instance), [str(v) for v in schema["enum"]])
     if error.validator == "type":
-        return error.message + _close(error, validator, _retyped(error.instance))
+        hint = ""
+        if isinstance(error.instance, bool) and "string" in str(schema.get("type")):
+            hint = ("; YAML reads yes, no, on, off, true and false as booleans: quote it "
+                    f"('{_YAML_WORDS.get(error.instance, str(error.instance).lower())}')")
+        return error.message + hint + _close(error, validator, _retyped(error.instance))
     # ajv-errors' errorMessage: one text for the value's form, or one per failing keyword.
     explained = schema.get("errorMessage")
     if isinstance(explained, dict):
@@ -273,11 +281,25 @@ def default_path() -> Path:
     return repository() / CONFIG_NAME
 
 
+def _served(version: str, file: str) -> None:
+    """kubernetesVersion must be one the schemas check and synth validate against know (the PyPI
+    package kubernetes-validate ships one folder per version), else it fails only in check."""
+    from colocate.schemagen.crd import kubernetes_validate_dir
+
+    folder = kubernetes_validate_dir()
+    if folder.is_dir() and not (folder / f"v{version}-local-strict").is_dir():
+        known = sorted((p.name[1:].removesuffix("-local-strict") for p in folder.glob("v*-local-strict")),
+                       key=lambda v: tuple(int(x) for x in v.split(".") if x.isdigit()))
+        raise InputError(file, "$.kubernetesVersion", f"{version!r} has no schemas in kubernetes-validate "
+                         f"(it knows {known[0]} to {known[-1]}); use a released version it knows, such as {known[-1]}")
+
+
 def load(path: Path | None = None) -> Config:
     path = path or default_path()
     file = display(path)
     data = load_yaml_file(path, file)
     validate(data, _SCHEMA, file)
+    _served(data["kubernetesVersion"], file)
     for index, cidr in enumerate(data["registry"]["cidrs"]):
         try:
             ipaddress.ip_network(cidr)

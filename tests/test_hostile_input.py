@@ -679,3 +679,27 @@ def test_a_utf16_file_is_named_as_utf16_not_binary(tmp_path):
     (tmp_path / "u.yaml").write_bytes("apiVersion: v1\nkind: ConfigMap\n".encode("utf-16"))
     proc = ran(colocate("check", "u.yaml", cwd=tmp_path), 2)
     assert "UTF-16" in proc.stderr and "binary" not in proc.stderr, proc.stderr
+
+
+def _config_with(tmp_path: Path, change) -> Path:
+    data = yaml.safe_load((ROOT / "colocate.yaml").read_text())
+    change(data)
+    path = tmp_path / "my-config.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_config_errors_name_the_file_and_key_in_synth(tmp_path):
+    zero = _config_with(tmp_path, lambda d: d["monitoring"].__setitem__("storageSize", "0Gi"))
+    proc = ran(colocate("--config", str(zero), "synth", "--outdir", "out", cwd=tmp_path), 2)
+    assert f"{zero}:$.monitoring.storageSize" in proc.stderr and "prop" not in proc.stderr, proc.stderr
+    future = _config_with(tmp_path, lambda d: d.__setitem__("kubernetesVersion", "1.99.0"))
+    proc = ran(colocate("--config", str(future), "synth", "--outdir", "out", cwd=tmp_path), 2)
+    assert f"{future}:$.kubernetesVersion" in proc.stderr and "1.99.0" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_yaml_boolean_where_a_name_belongs_gets_a_quote_it_hint(tmp_path):
+    write(tmp_path / "jobs" / "yes.yaml", "name: yes\nimage: harbor.example.com/ml/x:1\nroles:\n  Worker: {cpu: 1, memory: 1Gi}\n")
+    proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
+    assert "quote it" in proc.stderr and "'yes'" in proc.stderr, proc.stderr
