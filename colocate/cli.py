@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -101,8 +103,16 @@ def _check(args: argparse.Namespace) -> int:
         return _explain(args.explain, Path(args.config) if args.config else None)
     paths = [Path(p) for p in args.paths] if args.paths else [_default_dist()]
     timings: checker.Timings | None = [] if args.timings else None
-    result = checker.check(paths, Path(args.config) if args.config else _outside_config(),
-                           Path(args.cluster) if args.cluster else None, timings, args.exclude)
+    with _stdin_as_file(paths) as (paths, stdin_file):
+        try:
+            result = checker.check(paths, Path(args.config) if args.config else _outside_config(),
+                                   Path(args.cluster) if args.cluster else None, timings, args.exclude)
+        except InputError as exc:
+            if stdin_file is not None and exc.file == str(stdin_file):
+                raise InputError("-", exc.where, exc.reason) from None
+            raise
+        if stdin_file is not None:  # findings name "-", as the user did
+            result = _renamed(result, str(stdin_file), "-")
     if timings is not None:
         for name, seconds in sorted(timings, key=lambda t: -t[1]):
             print(f"{seconds:8.3f} s  {name}", file=sys.stderr)
@@ -112,6 +122,26 @@ def _check(args: argparse.Namespace) -> int:
         sys.stdout.write(report.FORMATS[args.format](result))
     failing = result.findings if args.fail_on == "warning" else result.errors
     return EXIT_FINDINGS if failing else EXIT_OK
+
+
+@contextlib.contextmanager
+def _stdin_as_file(paths: list[Path]):
+    """``-`` among the paths: standard input, saved to a temporary file kubeconform can read."""
+    if Path("-") not in paths:
+        yield paths, None
+        return
+    with tempfile.TemporaryDirectory(prefix="colocate-stdin-") as tmp:
+        file = Path(tmp) / "stdin.yaml"
+        file.write_bytes(sys.stdin.buffer.read())
+        yield [file if p == Path("-") else p for p in paths], file
+
+
+def _renamed(result, old: str, new: str):
+    from dataclasses import replace
+
+    rename = lambda f: replace(f, file=new) if f.file == old else f
+    return replace(result, findings=[rename(f) for f in result.findings],
+                   suppressed=[(rename(f), why) for f, why in result.suppressed])
 
 
 def _outside_config() -> Path | None:
@@ -301,7 +331,8 @@ def parser() -> argparse.ArgumentParser:
                             "with kubeconform and the policy rules. Folders of Helm charts and Kustomize "
                             "are reported, not checked: render them first.",
                 epilog=CHECK_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("paths", nargs="*", help="files or folders (default: dist/ here, else the repository's)")
+    c.add_argument("paths", nargs="*", help="files or folders, - for standard input (default: dist/ here, else the "
+                                            "repository's)")
     c.add_argument("--format", choices=("text", "json", "sarif"), default="text",
                    help="text (grouped by file; colour on a terminal unless NO_COLOR), json, or SARIF 2.1.0")
     c.add_argument("--fail-on", choices=("error", "warning"), default="error",

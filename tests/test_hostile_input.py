@@ -703,3 +703,17 @@ def test_a_yaml_boolean_where_a_name_belongs_gets_a_quote_it_hint(tmp_path):
     write(tmp_path / "jobs" / "yes.yaml", "name: yes\nimage: harbor.example.com/ml/x:1\nroles:\n  Worker: {cpu: 1, memory: 1Gi}\n")
     proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
     assert "quote it" in proc.stderr and "'yes'" in proc.stderr, proc.stderr
+
+
+def test_check_reads_manifests_from_stdin(tmp_path):
+    import subprocess as sp
+    from tests.helpers import VENV_BIN
+    from colocate.toolchain import environment
+
+    text = yaml.safe_dump_all([deployment(replicas="three")])
+    proc = sp.run([str(VENV_BIN / "colocate"), "check", "-", "--format", "json"], input=text, cwd=tmp_path,
+                  env=environment(), capture_output=True, text=True)
+    ran(proc, 1)
+    findings = json.loads(proc.stdout)["findings"]
+    assert findings and {f["file"] for f in findings} == {"-"}, findings
+    assert any(f["rule"] == "SCHEMA" for f in findings), findings
