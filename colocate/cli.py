@@ -223,8 +223,20 @@ def _capacity(args: argparse.Namespace) -> int:
     if not docs:
         raise InputError(args.path, "", "no Kubernetes objects found: name a dist/ folder")
     pools = capacity.reference_pools(Path(args.config) if args.config else None)
-    sys.stdout.write(formats.CAPACITY_FORMATS[args.format](capacity.usage(docs, pools), quota.uses(docs, pools)))
-    return EXIT_OK
+    usage, uses = capacity.usage(docs, pools), quota.uses(docs, pools)
+    sys.stdout.write(formats.CAPACITY_FORMATS[args.format](usage, uses))
+    helm = sorted(d.name for d in docs if d.kind == "Application" and _renders_helm(d.obj))
+    if helm:
+        print(f"colocate: not counted: the pods of Applications Argo CD renders from Helm charts "
+              f"({', '.join(helm)}); capacity reads only the manifests in {args.path}", file=sys.stderr)
+    return EXIT_FINDINGS if formats.over_committed(usage, uses) else EXIT_OK
+
+
+def _renders_helm(app: dict) -> bool:
+    spec = app.get("spec") or {}
+    sources = ([spec["source"]] if isinstance(spec.get("source"), dict) else []) + \
+        [s for s in spec.get("sources") or [] if isinstance(s, dict)]
+    return any(s.get("chart") or s.get("helm") for s in sources)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -356,7 +368,9 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--no-policy", action="store_true", help="skip running colocate check on both trees")
     d.add_argument("--no-capacity", action="store_true", help="skip the requests per pool and tier")
     d.set_defaults(func=_diff)
-    k = command("capacity", help="requests per pool and tier against allocatable, and quota use")
+    k = command("capacity", help="requests per pool and tier against allocatable, and quota use",
+                epilog="exit codes: 0 everything fits; 1 a pool or a quota is OVER (past allocatable or hard); "
+                       "2 unusable input")
     k.add_argument("path", nargs="?", default=str(_root() / "dist"), help="dist/ folder (default: the repository's dist/)")
     k.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     k.set_defaults(func=_capacity)

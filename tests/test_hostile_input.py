@@ -717,3 +717,15 @@ def test_check_reads_manifests_from_stdin(tmp_path):
     findings = json.loads(proc.stdout)["findings"]
     assert findings and {f["file"] for f in findings} == {"-"}, findings
     assert any(f["rule"] == "SCHEMA" for f in findings), findings
+
+
+def test_capacity_marks_over_commitment_exits_1_and_names_what_it_does_not_count(tmp_path):
+    proc = ran(colocate("capacity", str(ROOT / "dist"), cwd=tmp_path), 0)
+    assert "OVER" not in proc.stdout
+    assert "not counted" in proc.stderr and "kube-prometheus-stack" in proc.stderr, proc.stderr
+    dist = _dist_copy(tmp_path / "dist")
+    quota = dist / "apps/platform/resourcequota.training.training-quota.yaml"
+    quota.write_text(quota.read_text().replace("persistentvolumeclaims: '100'", "persistentvolumeclaims: '1'"))
+    proc = ran(colocate("capacity", "dist", cwd=tmp_path), 1)
+    line = next(l for l in proc.stdout.splitlines() if "persistentvolumeclaims" in l)
+    assert line.rstrip().endswith("300% OVER"), line
