@@ -729,3 +729,17 @@ def test_capacity_marks_over_commitment_exits_1_and_names_what_it_does_not_count
     proc = ran(colocate("capacity", "dist", cwd=tmp_path), 1)
     line = next(l for l in proc.stdout.splitlines() if "persistentvolumeclaims" in l)
     assert line.rstrip().endswith("300% OVER"), line
+
+
+def test_diff_lists_removing_a_tfjob_as_dangerous(tmp_path):
+    from tests.helpers import git
+
+    dist = _dist_copy(tmp_path / "dist")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "base")
+    (dist / "apps/training/tfjob.training.tf-ps-mode.yaml").unlink()
+    report = json.loads(ran(colocate("diff", "main", "--no-policy", "--no-capacity", "--format", "json",
+                                     cwd=tmp_path), 0).stdout)
+    text = json.dumps(report)
+    assert "deleting a TFJob" in text, text[:2000]

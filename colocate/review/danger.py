@@ -23,6 +23,8 @@ _HOLDS_DATA = {
     "PersistentVolume": "deleting a PersistentVolume can delete the disk behind it",
     "CustomResourceDefinition": "deleting a CustomResourceDefinition deletes every object of its kind",
     "StatefulSet": "deleting a StatefulSet stops the pods that own its volumes",
+    "TFJob": "deleting a TFJob stops its training at once (training-operator deletes its pods): the work since "
+             "its last checkpoint is lost, and a job still running never finishes",
 }
 #: Fields the API server refuses to update: Argo CD can only apply the change by deleting and
 #: re-creating the object (Replace=true), which for a workload restarts every pod.
