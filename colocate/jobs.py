@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from colocate import ROOT
+from colocate import quantity
 from colocate.config import Config, load_yaml_file, validate
 from colocate.errors import InputError
 from colocate.model.scheduling import reference_error
@@ -86,6 +87,11 @@ def load_file(path: Path, config: Config) -> JobFile:
     if data["name"] != path.stem:
         raise InputError(file, "$.name", f"{data['name']!r} must equal the file name {path.stem!r}, "
                          "so each job is found by its name")
+    for role, spec in data["roles"].items():
+        for key in ("cpu", "cpuLimit"):
+            if key in spec and quantity.is_quantity(str(spec[key])) and (quantity.parse(str(spec[key])) * 1000) % 1:
+                raise InputError(file, f"$.roles.{role}.{key}", f"{spec[key]} is finer than 1m (a thousandth of a "
+                                 "core): the API server would round it up to 1m; write a whole number of millicores")
     bad_reference = reference_error(data["image"])
     if bad_reference:
         raise InputError(file, "$.image", bad_reference)

@@ -743,3 +743,9 @@ def test_diff_lists_removing_a_tfjob_as_dangerous(tmp_path):
                                      cwd=tmp_path), 0).stdout)
     text = json.dumps(report)
     assert "deleting a TFJob" in text, text[:2000]
+
+
+def test_a_cpu_finer_than_a_millicore_is_refused_not_rounded(tmp_path):
+    write(tmp_path / "jobs" / "x.yaml", "name: x\nimage: harbor.example.com/ml/x:1\nroles:\n  Worker: {cpu: 0.0001, memory: 1Gi}\n")
+    proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
+    assert "x.yaml:$.roles.Worker.cpu" in proc.stderr and "1m" in proc.stderr, proc.stderr
