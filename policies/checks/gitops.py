@@ -170,3 +170,17 @@ def application_path_exists(index: Index, rule: Rule) -> Iterator[Violation]:
             folder = root.joinpath(*parts[1:])
             if not any(f == folder or folder in f.parents for f in folders):
                 yield Violation(app, "spec.source.path", f"{path} holds no manifest in {root}")
+
+
+#: etcd refuses a request larger than this (go.etcd.io/etcd/server/v3 embed/config.go
+#: DefaultMaxRequestBytes = 1.5 MiB, v3.5.x; kube-apiserver stores each object in one request).
+ETCD_MAX_REQUEST_BYTES = 3 * 1024 * 1024 // 2
+
+
+def too_big_for_etcd(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Objects whose JSON alone exceeds etcd's request limit: no apply mode stores them."""
+    for doc in index.api_objects():
+        size = len(json.dumps(doc.obj, separators=(",", ":")))
+        if size > ETCD_MAX_REQUEST_BYTES:
+            yield Violation(doc, "metadata.name", f"the object is {size} bytes of JSON; etcd stores at most "
+                            f"{ETCD_MAX_REQUEST_BYTES} bytes per request, server-side apply included")
