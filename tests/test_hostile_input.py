@@ -749,3 +749,18 @@ def test_a_cpu_finer_than_a_millicore_is_refused_not_rounded(tmp_path):
     write(tmp_path / "jobs" / "x.yaml", "name: x\nimage: harbor.example.com/ml/x:1\nroles:\n  Worker: {cpu: 0.0001, memory: 1Gi}\n")
     proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
     assert "x.yaml:$.roles.Worker.cpu" in proc.stderr and "1m" in proc.stderr, proc.stderr
+
+
+def test_diff_keeps_counting_a_claim_argo_cd_keeps(tmp_path):
+    from tests.helpers import git
+
+    dist = _dist_copy(tmp_path / "dist")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "base")
+    # The job's file goes; its claim carries Prune=false, so Argo CD keeps it and the quota stays used.
+    for name in ("tfjob.training.tf-ps-mode.yaml", "persistentvolumeclaim.training.tf-ps-mode-checkpoints.yaml"):
+        (dist / "apps/training" / name).unlink()
+    report = json.loads(ran(colocate("diff", "main", "--no-policy", "--format", "json", cwd=tmp_path), 0).stdout)
+    rows = [q for q in report.get("quota") or [] if q.get("resource") == "persistentvolumeclaims"]
+    assert rows == [], rows

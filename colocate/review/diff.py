@@ -76,6 +76,16 @@ def compare_trees(base: tree.Tree, head: tree.Tree) -> list[ObjectChange]:
     return sorted(out, key=lambda c: (c.app, _order(c.key)))
 
 
+def _kept_on_prune(old: list, new: list) -> list:
+    """Objects the change removes from dist/ that Argo CD keeps in the cluster (Prune=false): a
+    job's checkpoint claim still counts against the namespace's quota after its file is gone."""
+    from colocate.model.names import KEEP_ON_PRUNE, sync_options
+
+    present = {(d.group, d.kind, d.namespace, d.name) for d in new}
+    return [d for d in old if (d.group, d.kind, d.namespace, d.name) not in present
+            and KEEP_ON_PRUNE in sync_options(d.metadata)]
+
+
 def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist: str = "dist",
            config_path: Path | None = None, with_policy: bool = True,
            pools: capacity.PoolSource | None = None) -> Review:
@@ -97,6 +107,7 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
         if pools is not None:
             known = pools()
             old, new = capacity.api_objects(base_root), capacity.api_objects(head_root)
+            new = new + _kept_on_prune(old, new)
             load = tuple(capacity.deltas(capacity.usage(old, known), capacity.usage(new, known)))
             quotas = tuple(quota.deltas(quota.uses(old, known), quota.uses(new, known)))
             was = set(capacity.unfit(old, known))
