@@ -764,3 +764,13 @@ def test_diff_keeps_counting_a_claim_argo_cd_keeps(tmp_path):
     report = json.loads(ran(colocate("diff", "main", "--no-policy", "--format", "json", cwd=tmp_path), 0).stdout)
     rows = [q for q in report.get("quota") or [] if q.get("resource") == "persistentvolumeclaims"]
     assert rows == [], rows
+
+
+def test_capacity_prints_memory_in_units_never_raw_bytes(tmp_path):
+    d = deployment()
+    d["metadata"]["namespace"] = "online"
+    d["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1", "memory": "1G"},
+                                                                   "limits": {"cpu": "1", "memory": "1G"}}
+    write(tmp_path / "dist" / "d.yaml", [d])
+    proc = ran(colocate("capacity", "dist", cwd=tmp_path), 0)
+    assert "1000000000" not in proc.stdout and "1G" in proc.stdout, proc.stdout
