@@ -89,11 +89,13 @@ class Config:
     registry_proxy_projects: Mapping[str, str] = field(default_factory=dict)
     #: None: colocate.yaml has no ``simulation`` section, so ``colocate simulate`` cannot run.
     simulation: Simulation | None = None
+    #: The file it was read from, as messages name it (``--config`` may name another).
+    file: str = CONFIG_NAME
 
     def proxy_project(self, registry: str, image: str) -> str:
         """The Harbor proxy-cache project that serves ``registry``; bad input when there is none."""
         if registry not in self.registry_proxy_projects:
-            raise InputError(CONFIG_NAME, "$.registry.proxyCacheProjects",
+            raise InputError(self.file, "$.registry.proxyCacheProjects",
                              f"no Harbor proxy-cache project for {registry} (image {image}); "
                              f"add `{registry}: <project>` and create that project in Harbor")
         return self.registry_proxy_projects[registry]
@@ -338,4 +340,5 @@ def load(path: Path | None = None) -> Config:
             retention=data["monitoring"]["retention"],
             storage_size=data["monitoring"]["storageSize"],
         ),
+        file=file,
     )

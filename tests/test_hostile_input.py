@@ -774,3 +774,9 @@ def test_capacity_prints_memory_in_units_never_raw_bytes(tmp_path):
     write(tmp_path / "dist" / "d.yaml", [d])
     proc = ran(colocate("capacity", "dist", cwd=tmp_path), 0)
     assert "1000000000" not in proc.stdout and "1G" in proc.stdout, proc.stdout
+
+
+def test_an_error_in_the_config_given_with_config_names_that_file(tmp_path):
+    other = _config_with(tmp_path, lambda d: d["registry"]["proxyCacheProjects"].pop("quay.io"))
+    proc = ran(colocate("--config", str(other), "synth", "--outdir", "out", cwd=tmp_path), 2)
+    assert proc.stderr.startswith(f"colocate: error: {other}:$.registry.proxyCacheProjects"), proc.stderr
