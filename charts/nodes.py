@@ -7,6 +7,7 @@ from constructs import Construct
 
 from colocate.charts._base import ColocateChart
 from colocate.config import Config
+from colocate.errors import InputError, PropError
 from colocate.constructs.containerd_config import ContainerdConfig, ContainerdConfigProps
 from colocate.constructs.node_pool import NodePool
 from colocate.model.pools import PAUSE_IMAGE, NodePoolProps
@@ -25,9 +26,15 @@ class NodePoolChart(ColocateChart):
         """The registry mirror for every upstream image the cluster deploys (known once every
         other chart is built), and the sandbox image."""
         sandbox = self.mirrored(config, PAUSE_IMAGE)
-        containerd = ContainerdConfig(self, "containerd", ContainerdConfigProps(
-            registry_host=config.registry_host, proxy_projects=config.registry_proxy_projects,
-            upstream_images=tuple(sorted({*upstream_images, *self.upstream_images})),
-            sandbox_image=sandbox, ca_file=config.registry_ca_file,
-        ))
+        try:
+            containerd = ContainerdConfig(self, "containerd", ContainerdConfigProps(
+                registry_host=config.registry_host, proxy_projects=config.registry_proxy_projects,
+                upstream_images=tuple(sorted({*upstream_images, *self.upstream_images})),
+                sandbox_image=sandbox, ca_file=config.registry_ca_file,
+            ))
+        except PropError as exc:
+            if exc.prop != "proxy_projects":
+                raise
+            # The projects come from the configuration: name its file and key, not a Python prop.
+            raise InputError(config.file, "$.registry.proxyCacheProjects", exc.reason) from None
         self.extra_files.update({f"containerd/{path}": text for path, text in containerd.files.items()})

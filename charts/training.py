@@ -31,6 +31,10 @@ class TrainingChart(ColocateChart):
         super().__init__(scope, "training", folder="apps/training")
         mixed = pools[cluster.mixed_pool]
         self.jobs = [self._tfjob(job, cluster, config, mixed) for job in jobs]
+        # The pre-pull's Namespace and its deny-all policy stay when no job is left: the folder
+        # is then never empty, so the colocate-training Application's path still exists and Argo
+        # CD prunes the last TFJobs instead of stopping at "app path does not exist".
+        self._prepull_namespace(cluster)
         images = sorted({job.image for job in jobs})
         if images:
             self._prepull(cluster, config, mixed, images)
@@ -47,7 +51,7 @@ class TrainingChart(ColocateChart):
         except PropError as exc:
             raise InputError(job.file, file_path(exc.prop), file_words(exc.reason)) from exc
 
-    def _prepull(self, cluster: Cluster, config: Config, pool: NodePool, images: list[str]) -> None:
+    def _prepull_namespace(self, cluster: Cluster) -> None:
         ns = cluster.prepull_namespace
         # Its own namespace: the pods run at the background tier, below the offline tier the
         # training namespace requires, and need no network at all (the kubelet pulls images).
@@ -57,6 +61,9 @@ class TrainingChart(ColocateChart):
             "metadata": {"name": "default-deny", "namespace": ns},
             "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
         })
+
+    def _prepull(self, cluster: Cluster, config: Config, pool: NodePool, images: list[str]) -> None:
+        ns = cluster.prepull_namespace
         ImagePrepull(self, "prepull", ImagePrepullProps(
             name=PREPULL_NAME, namespace=ns, images=images, pool=pool,
             priority_class=cluster.tier("background").name, pause_image=self.mirrored(config, PAUSE_IMAGE),

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from cdk8s import App
 
 from colocate import ROOT, config as config_mod, jobs as jobs_mod, render
+from colocate.errors import InputError
+from colocate.resources import repository
 from colocate.model import cluster as cluster_mod
 from colocate.charts._base import ColocateChart
 from colocate.charts.gitops import ROOT_APP, ApplicationsChart, BootstrapChart
@@ -31,11 +34,14 @@ class Built:
 
 
 def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster | None = None,
-          jobs_dir: Path = jobs_mod.JOBS_DIR) -> Built:
-    """Compose every chart. Constructs validate their props here and raise PropError."""
+          jobs_dir: Path | None = None, jobs_required: bool | None = None) -> Built:
+    """Compose every chart. Constructs validate their props here and raise PropError. ``jobs_dir``
+    defaults to the working repository's jobs/; a folder named must exist (``jobs_required``,
+    default: when one is named), the default one may be missing (no job)."""
     config = config or config_mod.load()
     cluster = cluster or cluster_mod.reference(config)
-    jobs = jobs_mod.load(jobs_dir, config)
+    required = jobs_dir is not None if jobs_required is None else jobs_required
+    jobs = jobs_mod.load(jobs_dir or repository() / "jobs", config, required=required)
     app = App()
     node_charts = [NodePoolChart(app, props) for props in cluster.pools]
     pools = {c.pool.name: c.pool for c in node_charts}
@@ -75,20 +81,41 @@ def render_files(built: Built) -> dict[str, str]:
     return render.render(items, doc, extra)
 
 
-def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path = jobs_mod.JOBS_DIR) -> dict[str, str]:
+def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path | None = None,
+          jobs_required: bool | None = None, on_swap: Callable[[], None] | None = None) -> dict[str, str]:
     """Build, render and write dist/. Any error before the swap leaves ``outdir`` untouched."""
     render.check_outdir(outdir)  # before the minutes of building, not after
-    files = _render(config_path, jobs_dir)
-    render.write_tree(files, outdir)
+    files = _render(config_path, jobs_dir, jobs_required)
+    _refuse_findings(files, outdir, config_path)
+    try:
+        render.write_tree(files, outdir, on_swap)
+    except OSError as exc:  # a full disk, a folder made read-only meanwhile: the old tree stays
+        raise InputError(str(outdir), "", f"could not write the new tree ({exc.strerror or exc}); the folder is "
+                         "unchanged") from None
     return files
 
 
-def stale(outdir: Path = DIST, config_path: Path | None = None,
-          jobs_dir: Path = jobs_mod.JOBS_DIR) -> render.TreeDiff:
-    """What ``synth`` would change in ``outdir``; writes nothing."""
-    return render.compare_tree(_render(config_path, jobs_dir), outdir)
+def _refuse_findings(files: dict[str, str], outdir: Path, config_path: Path | None) -> None:
+    """synth refuses a tree its own check would refuse (a job that breaks the namespace's quota,
+    more GPUs than the cluster has): the rules' errors, before anything is written."""
+    from colocate import checker
+    from colocate.report import escape
 
-
-def _render(config_path: Path | None, jobs_dir: Path) -> dict[str, str]:
     config = config_mod.load(config_path) if config_path else config_mod.load()
-    return render_files(build(config, jobs_dir=jobs_dir))
+    errors = checker.judge_rendered({outdir / rel: text for rel, text in files.items()}, config)
+    if errors:
+        shown = "".join(f"\n  {escape(f'{f.rule} {f.file}: {f.ref}: {f.field}: {f.message}')}" for f in errors[:5])
+        more = f"\n  and {len(errors) - 5} more" if len(errors) > 5 else ""
+        raise InputError(str(outdir), "", f"not written: `colocate check` would refuse the tree "
+                         f"({len(errors)} errors){shown}{more}")
+
+
+def stale(outdir: Path = DIST, config_path: Path | None = None,
+          jobs_dir: Path | None = None, jobs_required: bool | None = None) -> render.TreeDiff:
+    """What ``synth`` would change in ``outdir``; writes nothing."""
+    return render.compare_tree(_render(config_path, jobs_dir, jobs_required), outdir)
+
+
+def _render(config_path: Path | None, jobs_dir: Path | None, jobs_required: bool | None = None) -> dict[str, str]:
+    config = config_mod.load(config_path) if config_path else config_mod.load()
+    return render_files(build(config, jobs_dir=jobs_dir, jobs_required=jobs_required))

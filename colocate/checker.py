@@ -321,7 +321,29 @@ def evaluate(rules: Iterable[Rule], index: Index, timings: Timings | None = None
     return findings
 
 
-def _schema_result_findings(result: kubeconform.Result, docs: list[Doc]) -> list[Finding]:
+_KUBECONFORM_PREFIX = re.compile(r"problem validating schema\. Check JSON formatting: jsonschema validation failed "
+                                 r"with '[^']*' - ")
+
+
+def _schema_message(res: dict, doc: Doc | None, kubernetes_version: str) -> str:
+    """kubeconform's message without its cache paths, and a kind whose apiVersion the Kubernetes
+    version does not serve said so, with the versions it does serve."""
+    message = _KUBECONFORM_PREFIX.sub("", str(res.get("msg", "")))
+    message = re.sub(r"\s+- at ", "; at ", message)
+    kind = str(res.get("kind", ""))
+    if message.startswith("could not find schema for") and doc is not None and kind:
+        served = kubeconform.served_versions(kind, kubernetes_version)
+        api = doc.obj.get("apiVersion", "")
+        group = doc.group
+        shown = [f"{group}/{v.split('-')[-1]}" if group and v.split("-")[0] == group.split(".")[0] else v
+                 for v in served]
+        if shown and api not in shown:
+            message = (f"{api} is not served by Kubernetes {kubernetes_version} (removed, or never served): it "
+                       f"serves {kind} as {', '.join(shown)}")
+    return message
+
+
+def _schema_result_findings(result: kubeconform.Result, docs: list[Doc], kubernetes_version: str = "") -> list[Finding]:
     """kubeconform reports file, kind and name; find the namespace and line in our index."""
     if not result.resources:
         return []
@@ -331,7 +353,8 @@ def _schema_result_findings(result: kubeconform.Result, docs: list[Doc]) -> list
     for res in result.resources:
         doc = by_key.get((Path(res.get("filename", "")).resolve(), res.get("kind", ""), res.get("name", "")))
         status = res.get("status", "")
-        reason = {"statusSkipped": "skipped: no schema was consulted"}.get(status, res.get("msg", status))
+        reason = {"statusSkipped": "skipped: no schema was consulted"}.get(
+            status, _schema_message(res, doc, kubernetes_version) or status)
         findings.append(Finding(
             SCHEMA_RULE_ID, "error", res.get("filename", ""), doc.line if doc else 0, res.get("kind", ""),
             doc.namespace if doc else "", res.get("name", ""), "",
@@ -354,9 +377,13 @@ def _with_field_lines(findings: list[Finding]) -> list[Finding]:
 
 
 def cluster_pools(docs: list[Doc], cluster: Path | None) -> tuple[tuple[PoolFacts, ...], str]:
-    """The node pools the capacity rules judge against: the NodePool descriptions among the
-    checked objects, else those under ``cluster``, else those in the repository's dist/nodes/."""
-    described = [(d.file, d.obj) for d in docs if d.kind == pool_facts.KIND]
+    """The node pools the capacity rules judge against: those under ``cluster`` when given (an
+    explicit --cluster wins, and must exist), else the NodePool descriptions among the checked
+    objects, else those in the repository's dist/nodes/."""
+    if cluster is not None and not cluster.exists():
+        raise InputError(str(cluster), "", "no such file or folder (--cluster names the NodePool descriptions "
+                         "the capacity rules judge against)")
+    described = [] if cluster is not None else [(d.file, d.obj) for d in docs if d.kind == pool_facts.KIND]
     source = "the checked files"
     if not described:
         where = cluster or repository() / "dist" / "nodes"
@@ -413,7 +440,7 @@ def described_rules(config_path: Path | None = None) -> tuple[Rule, ...]:
 
 
 def check(paths: list[Path], config_path: Path | None = None, cluster: Path | None = None,
-          timings: Timings | None = None) -> CheckResult:
+          timings: Timings | None = None, exclude: Iterable[str] = ()) -> CheckResult:
     """Validate manifests. Raises ColocateError for unusable input (exit 2). ``timings``, when
     given, receives the seconds of each phase and rule (``check --timings``)."""
     clock = [time.perf_counter()]
@@ -425,7 +452,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         clock[0] = now
 
     config = config_mod.load(config_path) if config_path else config_mod.load()
-    inputs = manifests.find(paths)  # an unknown path is bad input before any tool starts
+    inputs = manifests.find(paths, exclude)  # an unknown path is bad input before any tool starts
     if not inputs.files:
         hint = "".join(f"; {s.path}: {s.reason} ({s.hint})" for s in inputs.skipped)
         raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{hint}")
@@ -435,9 +462,21 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
     # kubeconform takes most of the wall time: parse and run the rules while it works.
     try:
         phase("start kubeconform")  # inside the try: a Ctrl-C from here on stops kubeconform too
-        docs = _parse(inputs.files)
+        tally: list[int] = []
+        # A file found in a folder that is not manifests (a CI workflow, a Helm template) is
+        # reported on its own and the rest checked, as kubeconform does; one named is bad input.
+        named = {str(p) for p in paths if not p.is_dir()}
+        unusable: list[tuple[Path, InputError]] = []
+        docs = _parse(inputs.files, tally, unusable, named)
         if not docs:
-            raise InputError(", ".join(map(str, paths)), "", "no Kubernetes objects found")
+            said = "".join(f"; {exc}" for _, exc in unusable[:3])
+            raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{said}")
+        if unusable:  # kubeconform again, without them: its verdict must cover the objects parsed
+            validation.kill()
+            validation.wait()
+            left_out = {str(p) for p, _ in unusable}
+            validation = kubeconform.start([f for f in inputs.files if str(f) not in left_out],
+                                           config.kubernetes_version)
         phase("parse YAML")
         rules = load_rules()
         ctx = _context(reference(config), docs, config.gitops.min_argocd_version,
@@ -449,13 +488,14 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         rule_findings = evaluate(rules, index, timings)
         clock[0] = time.perf_counter()
         schema_result = kubeconform.wait(validation)
+        kubeconform.unjudged(schema_result, sum(tally))
         phase("wait for kubeconform")
     finally:
         if validation.poll() is None:
             validation.kill()
             validation.wait()
-    findings, suppressed = _suppress(_schema_result_findings(schema_result, docs) + rule_findings
-                                     + _skipped_findings(inputs.skipped), docs)
+    findings, suppressed = _suppress(_schema_result_findings(schema_result, docs, config.kubernetes_version) + rule_findings
+                                     + _skipped_findings(inputs.skipped) + _unusable_findings(unusable), docs)
     findings = _with_field_lines(findings)
     suppressed = list(zip(_with_field_lines([f for f, _ in suppressed]), (reason for _, reason in suppressed)))
     findings.sort(key=lambda f: (f.file, f.line, f.field_line, f.rule, f.field))
@@ -464,11 +504,43 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
     return CheckResult(findings, schema_result, len(docs), [r.filled(ctx.values) for r in rules], suppressed)
 
 
-def _parse(files: Iterable[Path]) -> list[Doc]:
+def _unusable_findings(unusable: list[tuple[Path, InputError]]) -> list[Finding]:
+    """One error per file in a checked folder that is not manifests (Argo CD would fail to sync it)."""
+    out = []
+    for path, exc in unusable:
+        line = int(exc.where) if exc.where.isdigit() else 0
+        out.append(Finding(INPUT_RULE_ID, "error", str(path), line, "", "", "", "", exc.reason,
+                           "make it a Kubernetes manifest, move it out of the folder, or leave it out with --exclude"))
+    return out
+
+
+def judge_rendered(texts: dict[Path, str], config: config_mod.Config) -> list[Finding]:
+    """The policy rules' errors on a tree synth is about to write (files not on disk yet), with
+    the pools it describes: synth refuses what its own check would refuse. kubeconform is not
+    run here: the constructs emit schema-shaped objects, and ``check`` validates them after."""
+    docs = manifests.load_texts({p: t for p, t in texts.items() if p.suffix == ".yaml"})
+    ctx = _context(reference(config), docs, config.gitops.min_argocd_version, config.registry_host,
+                   config.registry_proxy_projects)
+    ctx.pools, ctx.pools_source = pool_facts.from_documents([(d.file, d.obj) for d in docs
+                                                              if d.kind == pool_facts.KIND]), "the synthesized tree"
+    rules = load_rules()
+    ctx.rules = tuple(rules)
+    findings, _ = _suppress(evaluate(rules, Index(docs, ctx)), docs)
+    return sorted((f for f in findings if f.severity == "error"), key=lambda f: (f.file, f.line, f.rule))
+
+
+def _parse(files: Iterable[Path], tally: list[int] | None = None,
+           unusable: list[tuple[Path, InputError]] | None = None, named: set[str] = frozenset()) -> list[Doc]:
     """The objects of the files, frozen out of the cyclic collector's scans: they are millions
     of containers that live until the check ends, without cycles, and every full collection
     during the rules would rescan them all. :func:`check` unfreezes them when done (after an
     exception, the next check does)."""
-    docs = manifests.load_files(files)
+    if unusable is None:
+        docs = manifests.load_files(files, tally)
+    else:
+        docs = manifests.load_files(files, tally, unusable)
+        for path, exc in unusable:
+            if str(path) in named:
+                raise exc
     gc.freeze()
     return docs

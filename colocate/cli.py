@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -21,32 +24,74 @@ CHECK_EXIT_CODES = """exit codes:
 
 
 def _synth(args: argparse.Namespace) -> int:
-    from colocate import app
-
-    config = Path(args.config) if args.config else None
+    config, outdir, jobs = _synth_paths(args)
+    try:
+        from colocate import app  # starts Node (jsii): a Ctrl-C may come here already
+    except KeyboardInterrupt:
+        _quiet_children()
+        raise Interrupted(f"{outdir} is unchanged (the tree it held before, if any)") from None
     if args.check:
-        diff = app.stale(Path(args.outdir), config, Path(args.jobs))
+        diff = app.stale(outdir, config, jobs, jobs_required=bool(args.jobs))
         if not diff:
-            print(f"colocate: {args.outdir} is up to date", file=sys.stderr)
+            print(f"colocate: {outdir} is up to date", file=sys.stderr)
             return EXIT_OK
         for label, paths in (("added", diff.added), ("removed", diff.removed), ("modified", diff.modified)):
             for path in paths:
-                print(f"{label:8} {Path(args.outdir) / path}")
+                print(f"{label:8} {outdir / path}")
         count = len(diff.added) + len(diff.removed) + len(diff.modified)
-        print(f"colocate: {args.outdir} is stale ({count} files would change): run `{_synth_command(args)}` "
+        print(f"colocate: {outdir} is stale ({count} files would change): run `{_synth_command(args)}` "
               f"and commit the result", file=sys.stderr)
         return EXIT_FINDINGS
-    files = app.synth(Path(args.outdir), config, Path(args.jobs))
-    print(f"colocate: wrote {len(files)} files to {args.outdir}", file=sys.stderr)
+    swapped: list[bool] = []
+    try:
+        files = app.synth(outdir, config, jobs, jobs_required=bool(args.jobs), on_swap=lambda: swapped.append(True))
+        # The new tree is in place: the command has done its work, and a Ctrl-C now changes nothing.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+    except KeyboardInterrupt:
+        _quiet_children()
+        raise Interrupted(f"{outdir} holds the new tree (the signal came after it was swapped in)" if swapped else
+                          f"{outdir} is unchanged (the tree it held before, if any)") from None
+    print(f"colocate: wrote {len(files)} files to {outdir}", file=sys.stderr)
     return EXIT_OK
+
+
+def _quiet_children() -> None:
+    """After Ctrl-C, Node (jsii's runtime, in the same process group) dies too, and jsii's thread
+    copies its stack lines to sys.stderr: send them nowhere. colocate's own last line goes to
+    sys.__stderr__."""
+    sys.stderr = open(os.devnull, "w")
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM, with what the interrupted command leaves in place."""
+
+
+def _synth_paths(args: argparse.Namespace) -> tuple[Path | None, Path, Path]:
+    """(--config, output folder, jobs folder): the options given, else those of the repository
+    (the nearest folder up with a colocate.yaml), else those next to --config. With neither,
+    synth refuses: it would write the tool's own checkout."""
+    from colocate.resources import find_repository
+
+    config = Path(args.config) if args.config else None
+    home = find_repository()
+    if home is None:
+        if config is None:
+            raise ColocateError(f"no colocate.yaml in {Path.cwd()} or any folder above it: synth writes the "
+                                "dist/ of a colocate repository from its colocate.yaml and jobs/; run it inside "
+                                "one, name a configuration with --config, or start one with `colocate init`")
+        home = config.resolve().parent
+    outdir = Path(args.outdir) if args.outdir else home / "dist"
+    jobs = Path(args.jobs) if args.jobs else home / "jobs"
+    return config, outdir, jobs
 
 
 def _synth_command(args: argparse.Namespace) -> str:
     """The ``colocate synth`` that refreshes what ``--check`` compared, with its non-default options."""
     words = ["colocate"] + (["--config", args.config] if args.config else []) + ["synth"]
-    for option, default in (("outdir", _root() / "dist"), ("jobs", _root() / "jobs")):
+    for option in ("outdir", "jobs"):
         value = getattr(args, option)
-        if Path(value).resolve() != default:
+        if value:
             words += [f"--{option}", value]
     return " ".join(words)
 
@@ -58,8 +103,16 @@ def _check(args: argparse.Namespace) -> int:
         return _explain(args.explain, Path(args.config) if args.config else None)
     paths = [Path(p) for p in args.paths] if args.paths else [_default_dist()]
     timings: checker.Timings | None = [] if args.timings else None
-    result = checker.check(paths, Path(args.config) if args.config else None,
-                           Path(args.cluster) if args.cluster else None, timings)
+    with _stdin_as_file(paths) as (paths, stdin_file):
+        try:
+            result = checker.check(paths, Path(args.config) if args.config else _outside_config(),
+                                   Path(args.cluster) if args.cluster else None, timings, args.exclude)
+        except InputError as exc:
+            if stdin_file is not None and exc.file == str(stdin_file):
+                raise InputError("-", exc.where, exc.reason) from None
+            raise
+        if stdin_file is not None:  # findings name "-", as the user did
+            result = _renamed(result, str(stdin_file), "-")
     if timings is not None:
         for name, seconds in sorted(timings, key=lambda t: -t[1]):
             print(f"{seconds:8.3f} s  {name}", file=sys.stderr)
@@ -69,6 +122,60 @@ def _check(args: argparse.Namespace) -> int:
         sys.stdout.write(report.FORMATS[args.format](result))
     failing = result.findings if args.fail_on == "warning" else result.errors
     return EXIT_FINDINGS if failing else EXIT_OK
+
+
+@contextlib.contextmanager
+def _stdin_as_file(paths: list[Path]):
+    """``-`` among the paths: standard input, saved to a temporary file kubeconform can read."""
+    if Path("-") not in paths:
+        yield paths, None
+        return
+    with tempfile.TemporaryDirectory(prefix="colocate-stdin-") as tmp:
+        file = Path(tmp) / "stdin.yaml"
+        file.write_bytes(sys.stdin.buffer.read())
+        yield [file if p == Path("-") else p for p in paths], file
+
+
+def _renamed(result, old: str, new: str):
+    from dataclasses import replace
+
+    rename = lambda f: replace(f, file=new) if f.file == old else f
+    return replace(result, findings=[rename(f) for f in result.findings],
+                   suppressed=[(rename(f), why) for f, why in result.suppressed])
+
+
+def _outside_config() -> Path | None:
+    """Outside any colocate repository (no colocate.yaml from here up), the packaged reference
+    configuration, said in one line; None inside one (its colocate.yaml)."""
+    from colocate import config as config_mod
+    from colocate.resources import find_repository
+
+    if find_repository() is not None:
+        return None
+    path = config_mod.reference_path()
+    print(f"colocate: no colocate.yaml in {Path.cwd()} or above; using the packaged reference configuration "
+          f"({path}); `colocate init` writes one to edit", file=sys.stderr)
+    return path
+
+
+def _init(args: argparse.Namespace) -> int:
+    from colocate import config as config_mod
+    from colocate.resources import CONFIG_NAME
+
+    folder = Path(args.folder)
+    target = folder / CONFIG_NAME
+    if not folder.is_dir():
+        raise InputError(args.folder, "", "no such folder")
+    if target.exists() or target.is_symlink():
+        raise InputError(str(target), "", "colocate.yaml already exists; init never overwrites it")
+    try:
+        with open(target, "x") as out:
+            out.write(config_mod.reference_path().read_text())
+    except OSError as exc:
+        raise InputError(str(target), "", f"cannot be written: {exc.strerror}") from None
+    print(f"colocate: wrote {target}: the reference cluster's settings; edit them, add job files to jobs/, "
+          "then run `colocate synth`", file=sys.stderr)
+    return EXIT_OK
 
 
 def _default_dist() -> Path:
@@ -113,9 +220,23 @@ def _capacity(args: argparse.Namespace) -> int:
     if not Path(args.path).is_dir():
         raise InputError(args.path, "", "no such folder: name a dist/ folder")
     docs = capacity.api_objects(Path(args.path))
+    if not docs:
+        raise InputError(args.path, "", "no Kubernetes objects found: name a dist/ folder")
     pools = capacity.reference_pools(Path(args.config) if args.config else None)
-    sys.stdout.write(formats.CAPACITY_FORMATS[args.format](capacity.usage(docs, pools), quota.uses(docs, pools)))
-    return EXIT_OK
+    usage, uses = capacity.usage(docs, pools), quota.uses(docs, pools)
+    sys.stdout.write(formats.CAPACITY_FORMATS[args.format](usage, uses))
+    helm = sorted(d.name for d in docs if d.kind == "Application" and _renders_helm(d.obj))
+    if helm:
+        print(f"colocate: not counted: the pods of Applications Argo CD renders from Helm charts "
+              f"({', '.join(helm)}); capacity reads only the manifests in {args.path}", file=sys.stderr)
+    return EXIT_FINDINGS if formats.over_committed(usage, uses) else EXIT_OK
+
+
+def _renders_helm(app: dict) -> bool:
+    spec = app.get("spec") or {}
+    sources = ([spec["source"]] if isinstance(spec.get("source"), dict) else []) + \
+        [s for s in spec.get("sources") or [] if isinstance(s, dict)]
+    return any(s.get("chart") or s.get("helm") for s in sources)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -212,8 +333,9 @@ def parser() -> argparse.ArgumentParser:
         return sub.add_parser(name, parents=[common], **kwargs)
 
     s = command("synth", help="synthesize the cluster into dist/")
-    s.add_argument("--outdir", default=str(_root() / "dist"), help="output folder (default: dist/)")
-    s.add_argument("--jobs", default=str(_root() / "jobs"), help="folder of job request files (default: jobs/)")
+    s.add_argument("--outdir", help="output folder (default: the repository's dist/)")
+    s.add_argument("--jobs", help="folder of job request files (default: the repository's jobs/; "
+                                  "none there, or an empty folder, is no job)")
     s.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 and list the files when the output folder is stale")
     s.set_defaults(func=_synth)
@@ -222,14 +344,18 @@ def parser() -> argparse.ArgumentParser:
                             "with kubeconform and the policy rules. Folders of Helm charts and Kustomize "
                             "are reported, not checked: render them first.",
                 epilog=CHECK_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("paths", nargs="*", help="files or folders (default: dist/ here, else the repository's)")
+    c.add_argument("paths", nargs="*", help="files or folders, - for standard input (default: dist/ here, else the "
+                                            "repository's)")
     c.add_argument("--format", choices=("text", "json", "sarif"), default="text",
                    help="text (grouped by file; colour on a terminal unless NO_COLOR), json, or SARIF 2.1.0")
     c.add_argument("--fail-on", choices=("error", "warning"), default="error",
                    help="lowest severity that makes the exit code 1 (default: error)")
     c.add_argument("--explain", metavar="RULE-ID", help="print a rule's rationale, fix and examples, and exit")
     c.add_argument("--cluster", help="file or folder of NodePool descriptions the capacity rules judge against "
-                                     "(default: those among the checked files, else the repository's dist/nodes/)")
+                                     "(it wins over those among the checked files; default: those, else the repository's dist/nodes/)")
+    c.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="in checked folders, leave out paths (relative to the folder) or names matching GLOB "
+                        "(repeat for more); hidden folders are left out unless named")
     c.add_argument("--timings", action="store_true",
                    help="print the seconds each phase and rule took to stderr, slowest first")
     c.set_defaults(func=_check)
@@ -243,7 +369,9 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--no-policy", action="store_true", help="skip running colocate check on both trees")
     d.add_argument("--no-capacity", action="store_true", help="skip the requests per pool and tier")
     d.set_defaults(func=_diff)
-    k = command("capacity", help="requests per pool and tier against allocatable, and quota use")
+    k = command("capacity", help="requests per pool and tier against allocatable, and quota use",
+                epilog="exit codes: 0 everything fits; 1 a pool or a quota is OVER (past allocatable or hard); "
+                       "2 unusable input")
     k.add_argument("path", nargs="?", default=str(_root() / "dist"), help="dist/ folder (default: the repository's dist/)")
     k.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     k.set_defaults(func=_capacity)
@@ -305,6 +433,9 @@ def parser() -> argparse.ArgumentParser:
                    help="html: a self-contained page with the day's charts")
     m.add_argument("--keep-logs", action="store_true", help="keep the components' logs (kept anyway on failure)")
     m.set_defaults(func=_simulate)
+    i = command("init", help="write a starter colocate.yaml (the reference configuration) to edit")
+    i.add_argument("folder", nargs="?", default=".", help="where (default: here); an existing colocate.yaml is kept")
+    i.set_defaults(func=_init)
     r = command("rules", help="list every policy rule")
     r.add_argument("--format", choices=("text", "json"), default="text")
     r.set_defaults(func=_rules)
@@ -323,10 +454,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except ColocateError as exc:
-        print(f"colocate: error: {exc}", file=sys.stderr)
+        from colocate.report import escape
+
+        # Messages quote file names and values: each line escaped (a message's own lines kept).
+        print("colocate: error: " + "\n".join(map(escape, str(exc).split("\n"))), file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print("colocate: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        said = f": {exc}" if isinstance(exc, Interrupted) else ""
+        print(f"colocate: interrupted{said}", file=sys.__stderr__ or sys.stderr)
+        # Objects torn down at exit (jsii's Node process among them) may fail noisily after a
+        # signal; the line above already says what happened.
+        sys.unraisablehook = lambda unraisable: None
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # Nobody reads stdout any more; point it at /dev/null so the exit flush cannot fail again.
@@ -335,7 +473,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             traceback.print_exc()
-        said = " ".join(str(exc).split())
+        from colocate.report import escape
+
+        said = escape(" ".join(str(exc).split()))
         print(f"colocate: internal error: {type(exc).__name__}{': ' + said if said else ''} "
               f"(a bug in colocate; {'the trace is above' if args.debug else 'rerun with --debug for the trace'})",
               file=sys.stderr)

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import difflib
+import errno
 import ipaddress
 import json
+import os
 import re
 import zoneinfo
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -123,11 +126,13 @@ class Config:
         """colocate's own image (the Dockerfile at the repository root), tagged with the release:
         ``<registry host>/<image project>/colocate:<release>``."""
         return f"{self.registry_host}/{self.image_project}/{COLOCATE_IMAGE_NAME}:{self.release}"
+    #: The file it was read from, as messages name it (``--config`` may name another).
+    file: str = CONFIG_NAME
 
     def proxy_project(self, registry: str, image: str) -> str:
         """The Harbor proxy-cache project that serves ``registry``; bad input when there is none."""
         if registry not in self.registry_proxy_projects:
-            raise InputError(CONFIG_NAME, "$.registry.proxyCacheProjects",
+            raise InputError(self.file, "$.registry.proxyCacheProjects",
                              f"no Harbor proxy-cache project for {registry} (image {image}); "
                              f"add `{registry}: <project>` and create that project in Harbor")
         return self.registry_proxy_projects[registry]
@@ -150,23 +155,55 @@ def json_path(parts) -> str:
     return out
 
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: check reads some 50 rule files per run
+class _DuplicateKey(yaml.MarkedYAMLError):
+    """A mapping that names a key twice: YAML forbids it, PyYAML lets the last one win."""
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """Safe YAML (libyaml: check reads some 50 rule files per run) that refuses a duplicate key:
+    a job file that shows ``gpus: 0`` first must not quietly ask for the later ``gpus: 12``."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[tuple[str, str], int] = {}
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    key = (key_node.tag, key_node.value)
+                    line = key_node.start_mark.line + 1
+                    if key in seen:
+                        raise _DuplicateKey(problem=f"key {key_node.value!r} appears twice (lines {seen[key]} and "
+                                                    f"{line}): the last one would win; keep one",
+                                            problem_mark=key_node.start_mark)
+                    seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
+_LOADER = _Loader
 
 
 def load_yaml_file(path: Path, name: str | None = None) -> object:
     """Parse one YAML document; a syntax error names the file (``name``, default the path) and line."""
     name = name or str(path)
     try:
+        # A FIFO or a device would block the read for ever, or never end.
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise InputError(name, "", "not a regular file")
         return yaml.load(path.read_text(), Loader=_LOADER)
     except FileNotFoundError:
+        if os.path.islink(path):
+            raise InputError(name, "", "broken symbolic link") from None
         raise InputError(name, "", "file not found") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(name, "", "symbolic link loop") from None
         raise InputError(name, "", f"cannot read the file: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise InputError(name, "", f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f"{mark.line + 1}" if mark else ""
+        if isinstance(exc, _DuplicateKey):
+            raise InputError(name, line, exc.problem) from None
         raise InputError(name, line, f"not valid YAML: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise InputError(name, "", f"not valid YAML: {exc}") from None
@@ -191,6 +228,10 @@ def validate(data: object, schema: dict, file: str) -> None:
 _FORM_KEYWORDS = ("pattern", "anyOf", "oneOf", "not")
 
 
+#: What a YAML 1.1 boolean most likely was before the parser read it (for the quote-it hint).
+_YAML_WORDS = {True: "yes", False: "no"}
+
+
 def _in_words(error: jsonschema.ValidationError, validator: jsonschema.Draft202012Validator) -> str:
     """One schema error as a person can act on it: unknown keys and enum values with a
     did-you-mean, an empty file said so, a value of the wrong form explained in words with,
@@ -208,7 +249,11 @@ def _in_words(error: jsonschema.ValidationError, validator: jsonschema.Draft2020
         return f"{error.instance!r} is not one of {', '.join(map(str, schema['enum']))}" + _did_you_mean(
             str(error.instance), [str(v) for v in schema["enum"]])
     if error.validator == "type":
-        return error.message + _close(error, validator, _retyped(error.instance))
+        hint = ""
+        if isinstance(error.instance, bool) and "string" in str(schema.get("type")):
+            hint = ("; YAML reads yes, no, on, off, true and false as booleans: quote it "
+                    f"('{_YAML_WORDS.get(error.instance, str(error.instance).lower())}')")
+        return error.message + hint + _close(error, validator, _retyped(error.instance))
     # ajv-errors' errorMessage: one text for the value's form, or one per failing keyword.
     explained = schema.get("errorMessage")
     if isinstance(explained, dict):
@@ -317,11 +362,29 @@ def _schedule(data: dict | None, file: str) -> Schedule | None:
                          f"the peak's end ({peak['end']}): the night between them is {night} minutes; lower it")
     return Schedule(time_zone=_time_zone(file, data["timeZone"]), peak_start=start, peak_end=end,
                     pause_lead_minutes=data.get("pauseLeadMinutes", 10))
+def reference_path() -> Path:
+    """The reference configuration shipped in the package (a copy of the repository's
+    colocate.yaml, tests/test_packaging.py keeps them equal): what ``check`` uses outside any
+    colocate repository, and what ``colocate init`` writes."""
+    return data_path("colocate", "reference", CONFIG_NAME)
 
 
 def default_path() -> Path:
     """colocate.yaml of the working repository (colocate.resources.repository)."""
     return repository() / CONFIG_NAME
+
+
+def _served(version: str, file: str) -> None:
+    """kubernetesVersion must be one the schemas check and synth validate against know (the PyPI
+    package kubernetes-validate ships one folder per version), else it fails only in check."""
+    from colocate.schemagen.crd import kubernetes_validate_dir
+
+    folder = kubernetes_validate_dir()
+    if folder.is_dir() and not (folder / f"v{version}-local-strict").is_dir():
+        known = sorted((p.name[1:].removesuffix("-local-strict") for p in folder.glob("v*-local-strict")),
+                       key=lambda v: tuple(int(x) for x in v.split(".") if x.isdigit()))
+        raise InputError(file, "$.kubernetesVersion", f"{version!r} has no schemas in kubernetes-validate "
+                         f"(it knows {known[0]} to {known[-1]}); use a released version it knows, such as {known[-1]}")
 
 
 def load(path: Path | None = None) -> Config:
@@ -331,6 +394,7 @@ def load(path: Path | None = None) -> Config:
     if isinstance(data, dict):
         _unquoted_times(data, file)
     validate(data, _SCHEMA, file)
+    _served(data["kubernetesVersion"], file)
     for index, cidr in enumerate(data["registry"]["cidrs"]):
         try:
             ipaddress.ip_network(cidr)
@@ -371,4 +435,5 @@ def load(path: Path | None = None) -> Config:
             retention=data["monitoring"]["retention"],
             storage_size=data["monitoring"]["storageSize"],
         ),
+        file=file,
     )

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from colocate import ROOT
+from colocate import quantity
 from colocate.config import Config, load_yaml_file, validate
 from colocate.errors import InputError
-from colocate.resources import display
+from colocate.model.scheduling import reference_error
+from colocate.resources import CONFIG_NAME, display
 
 JOBS_DIR = ROOT / "jobs"
 SCHEMA = json.loads((Path(__file__).parent / "schemas" / "job.schema.json").read_text())
@@ -85,6 +87,14 @@ def load_file(path: Path, config: Config) -> JobFile:
     if data["name"] != path.stem:
         raise InputError(file, "$.name", f"{data['name']!r} must equal the file name {path.stem!r}, "
                          "so each job is found by its name")
+    for role, spec in data["roles"].items():
+        for key in ("cpu", "cpuLimit"):
+            if key in spec and quantity.is_quantity(str(spec[key])) and (quantity.parse(str(spec[key])) * 1000) % 1:
+                raise InputError(file, f"$.roles.{role}.{key}", f"{spec[key]} is finer than 1m (a thousandth of a "
+                                 "core): the API server would round it up to 1m; write a whole number of millicores")
+    bad_reference = reference_error(data["image"])
+    if bad_reference:
+        raise InputError(file, "$.image", bad_reference)
     registry = f"{config.registry_host}/"
     if not data["image"].startswith(registry):
         raise InputError(file, "$.image", f"{data['image']!r} is not on the cluster's registry mirror; "
@@ -92,10 +102,47 @@ def load_file(path: Path, config: Config) -> JobFile:
     return JobFile(file, data)
 
 
-def load(jobs_dir: Path, config: Config) -> list[JobFile]:
-    """Every ``*.yaml`` in ``jobs_dir``, sorted by name."""
+def load(jobs_dir: Path, config: Config, required: bool = True) -> list[JobFile]:
+    """Every ``*.yaml`` in ``jobs_dir``, sorted by name. No job file is a normal state: an empty
+    folder, or, unless ``required`` (a folder the user named), no folder at all (git keeps no
+    empty folder, so ``git rm jobs/*.yaml`` removes jobs/ too)."""
     if not jobs_dir.is_dir():
-        raise InputError(display(jobs_dir), "", "no such jobs folder")
+        if not required and not jobs_dir.exists():
+            return []
+        raise InputError(display(jobs_dir), "", "no such jobs folder; name the folder that holds the job files "
+                         "(<name>.yaml), or leave --jobs out to use the repository's jobs/ (none there is no job)")
     for path in sorted(jobs_dir.glob("*.yml")):
         raise InputError(display(path), "", "job files end in .yaml; rename it, or it would be ignored")
-    return [load_file(path, config) for path in sorted(jobs_dir.glob("*.yaml"))]
+    for path in sorted(jobs_dir.rglob("*")):
+        if path.suffix.lower() in (".yaml", ".yml", ".json") and not (path.parent == jobs_dir and path.suffix == ".yaml"):
+            where = "a subfolder" if path.parent != jobs_dir else f"the suffix {path.suffix}"
+            raise InputError(display(path), "", f"job files are <name>.yaml directly in the jobs folder; this one is "
+                             f"in {where}: move or rename it, or it would be ignored")
+    boundary = _boundary(jobs_dir)
+    paths = sorted(jobs_dir.glob("*.yaml"))
+    for path in paths:
+        _inside(path, boundary)
+    return [load_file(path, config) for path in paths]
+
+
+def _boundary(jobs_dir: Path) -> Path:
+    """What a job file may link into: the repository holding the jobs folder (the nearest folder
+    up with a colocate.yaml), else the jobs folder itself."""
+    folder = jobs_dir.resolve()
+    return next((f for f in (folder, *folder.parents) if (f / CONFIG_NAME).is_file()), folder)
+
+
+def _inside(path: Path, boundary: Path) -> None:
+    """A job file that is a symbolic link must stay inside ``boundary``: a link to /etc/shadow
+    would be read, and its lines shown in the errors. Loops and dangling links are bad input."""
+    if not path.is_symlink():
+        return
+    try:
+        target = path.resolve(strict=True)
+    except RuntimeError:
+        raise InputError(display(path), "", "symbolic link loop") from None
+    except OSError:
+        raise InputError(display(path), "", "broken symbolic link") from None
+    if target != boundary and boundary not in target.parents:
+        raise InputError(display(path), "", f"a symbolic link out of {boundary}: job files are read only from "
+                         "inside the repository (copy the file in instead)")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import bisect
 import errno
+import fnmatch
 import gc
 import json
 import math
@@ -13,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 import yaml
 
@@ -159,31 +160,44 @@ def _rendered(folder: str, names: list[str]) -> Skipped | None:
     return Skipped(folder, f"not plain manifests: {reason}; its files were not checked", hint.format(dir=folder))
 
 
-def _walk(folder: Path, skipped: list[Skipped]) -> list[Path]:
+def excluded(rel: str, patterns: Iterable[str]) -> bool:
+    """``rel`` (a path relative to a checked folder, with /) matches an --exclude pattern: the
+    whole path, or any one of its names (``chart`` leaves out every folder or file so named)."""
+    parts = rel.split("/")
+    return any(fnmatch.fnmatchcase(rel, p) or any(fnmatch.fnmatchcase(part, p) for part in parts) for p in patterns)
+
+
+def _walk(folder: Path, skipped: list[Skipped], exclude: tuple[str, ...] = ()) -> list[Path]:
     """Manifest files under ``folder``, sorted. Symbolic links to folders are not followed (as
-    kubeconform's filepath.Walk), so a link loop cannot make the walk endless."""
+    kubeconform's filepath.Walk), so a link loop cannot make the walk endless. Hidden folders
+    (``.github``, ``.git``) are left out, unless named; so is whatever ``exclude`` matches."""
     def unreadable(exc: OSError) -> None:
         raise InputError(exc.filename or str(folder), "", f"cannot read the folder: {exc.strerror}")
 
     out = []
     for top, dirs, names in os.walk(folder, onerror=unreadable):
+        rel = Path(top).relative_to(folder).as_posix()
+        prefix = "" if rel == "." else rel + "/"
+        dirs[:] = [d for d in dirs if not d.startswith(".") and not excluded(prefix + d, exclude)]
         notice = _rendered(top, names)
         if notice:
             skipped.append(notice)
             dirs[:] = []
             continue
-        out.extend(Path(top, n) for n in names if n.lower().endswith(MANIFEST_SUFFIXES))
+        out.extend(Path(top, n) for n in names
+                   if n.lower().endswith(MANIFEST_SUFFIXES) and not excluded(prefix + n, exclude))
     return sorted(out)
 
 
-def find(paths: list[Path]) -> Inputs:
+def find(paths: list[Path], exclude: Iterable[str] = ()) -> Inputs:
     """Every manifest file under the paths, in a stable order, each file once however often it is
-    named; folders of Helm charts and Kustomize are left out with a notice. An unknown path is bad input."""
+    named; folders of Helm charts and Kustomize are left out with a notice, and in folders, hidden
+    folders and what ``exclude`` matches. An unknown path is bad input."""
     found: list[Path] = []
     skipped: list[Skipped] = []
     for path in paths:
         if path.is_dir():
-            found.extend(_walk(path, skipped))
+            found.extend(_walk(path, skipped, tuple(exclude)))
         elif os.path.lexists(path):
             # Named explicitly: a broken or looping link, or an unreadable file, is reported when read.
             notice = _rendered(str(path.parent), [path.name])
@@ -221,6 +235,9 @@ def _read(path: Path) -> str:
         if exc.errno == errno.ELOOP:
             raise InputError(str(path), "", "symbolic link loop") from None
         raise InputError(str(path), "", f"cannot read the file: {exc.strerror}") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(str(path), "1", "UTF-16 text (it starts with a UTF-16 byte order mark): manifests must be "
+                                         "UTF-8; convert it, e.g. iconv -f UTF-16 -t UTF-8")
     if b"\0" in data:
         line = data[:data.index(b"\0")].count(b"\n") + 1
         raise InputError(str(path), str(line), "NUL byte: a binary file, not YAML or JSON")
@@ -505,6 +522,10 @@ def _objects(path: Path, line: int, obj: Any, node: Any, where: str = "") -> Ite
             or not isinstance(obj.get("apiVersion"), str):
         raise InputError(str(path), str(line), f"{where}not a Kubernetes object (needs apiVersion and kind)")
     items = _list_items(obj)
+    if items is None and obj["kind"].lower() == "list" and "items" in obj:
+        # kubeconform would validate none of it (pkg/resource/resource.go unmarshals items as an array).
+        raise InputError(str(path), str(line), f"{where}the items of a List must be an array, not "
+                         f"{type(obj['items']).__name__}")
     if items is None:
         yield Doc(str(path), line, obj)
         return
@@ -527,24 +548,71 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_files(paths: Iterable[Path]) -> list[Doc]:
-    """Parse every object in the files (see _objects)."""
+def kubeconform_resources(obj: dict[str, Any]) -> int:
+    """How many resources kubeconform v0.7.0 validates for one top-level document: the items of
+    a ``kind: List`` one by one (an ``items`` that is not an array gives none), anything else,
+    typed lists included, as one (pkg/resource/resource.go, Resources)."""
+    if str(obj.get("kind", "")).lower() == "list":
+        items = obj.get("items")
+        return len(items) if isinstance(items, list) else 0
+    return 1
+
+
+def load_files(paths: Iterable[Path], tally: list[int] | None = None,
+               unusable: list[tuple[Path, InputError]] | None = None) -> list[Doc]:
+    """Parse every object in the files (see _objects). ``tally``, when given, receives the
+    number of resources kubeconform validates in them (kubeconform_resources). With
+    ``unusable``, a file that is not manifests is listed there and left out, instead of
+    stopping the whole load."""
     with _collector_paused():
-        return _load_files(paths)
+        return _load_files(paths, tally, unusable)
 
 
-def _load_files(paths: Iterable[Path]) -> list[Doc]:
+def _load_files(paths: Iterable[Path], tally: list[int] | None = None,
+                unusable: list[tuple[Path, InputError]] | None = None) -> list[Doc]:
     docs: list[Doc] = []
+    resources = 0
     for path in paths:
-        text = _read(path)
-        documents = _json_documents if path.suffix.lower() == ".json" else _yaml_documents
-        for count, (line, obj, node) in enumerate(documents(path, text)):
-            if count and documents is _json_documents:
-                raise InputError(str(path), str(line), "a second JSON object: Argo CD reads one object per .json "
-                                                       "file (kubectl reads more); split the file, or wrap the "
-                                                       "objects in a kind: List")
-            if obj is not None:
-                docs.extend(_objects(path, line, obj, node))
+        if unusable is None:
+            found, count = _load_file(path)
+        else:
+            try:
+                found, count = _load_file(path)
+            except InputError as exc:
+                unusable.append((path, exc))
+                continue
+        docs.extend(found)
+        resources += count
+    if tally is not None:
+        tally.append(resources)
+    return docs
+
+
+def _load_file(path: Path) -> tuple[list[Doc], int]:
+    """The objects of one file, and how many resources kubeconform validates in it."""
+    docs: list[Doc] = []
+    resources = 0
+    text = _read(path)
+    documents = _json_documents if path.suffix.lower() == ".json" else _yaml_documents
+    for count, (line, obj, node) in enumerate(documents(path, text)):
+        if count and documents is _json_documents:
+            raise InputError(str(path), str(line), "a second JSON object: Argo CD reads one object per .json "
+                                                   "file (kubectl reads more); split the file, or wrap the "
+                                                   "objects in a kind: List")
+        if obj is not None:
+            docs.extend(_objects(path, line, obj, node))
+            resources += kubeconform_resources(obj)
+    return docs, resources
+
+
+def load_texts(texts: Mapping[Path, str]) -> list[Doc]:
+    """The objects of YAML texts not (yet) on disk, named by the paths they will have."""
+    docs: list[Doc] = []
+    with _collector_paused():
+        for path, text in texts.items():
+            for line, obj, node in _yaml_documents(path, text):
+                if obj is not None:
+                    docs.extend(_objects(path, line, obj, node))
     return docs
 
 

@@ -60,6 +60,22 @@ def format_bytes(count: int) -> str:
     return str(count)
 
 
+def format_bytes_readable(count: int) -> str:
+    """For tables people read: the largest exact binary suffix, else the largest exact decimal one
+    (``1000000000`` -> ``"1G"``), else binary rounded to one decimal (``"~1.4Gi"``); never raw bytes
+    past 1 Ki."""
+    exact = format_bytes(count)
+    if not exact.isdigit() or count < 1024:
+        return exact
+    for suffix, factor in (("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3)):
+        if count % factor == 0:
+            return f"{count // factor}{suffix}"
+    for suffix, factor in sorted(_BINARY.items(), key=lambda item: -item[1]):
+        if count >= factor:
+            return f"~{count / factor:.1f}{suffix}"
+    return exact
+
+
 def canonical(value: str | int | float, kind: str) -> str:
     """Canonical text of a quantity: kind ``cpu`` uses cores/millicores, others binary bytes."""
     if kind == "cpu":

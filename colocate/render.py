@@ -4,6 +4,7 @@ an index with the release version, written atomically.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -12,7 +13,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
@@ -100,17 +101,26 @@ def index(manifests: list[Manifest], release: str, kubernetes_version: str, apps
 
 def render(manifests: Iterable[Manifest], index_doc: dict, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Every dist/ file's relative path and text: the manifests, and ``extra`` files that are
-    not manifests (containerd's TOML). Raises on two files with one path."""
-    files: dict[str, str] = {INDEX_FILE: dump(index_doc)}
+    not manifests (containerd's TOML). The index lists the extra files too, under ``files`` of
+    the deepest folder holding each, so that a file nobody listed is known not to be ours
+    (foreign_files). Raises on two files with one path."""
+    files: dict[str, str] = {}
     for m in manifests:
         if m.path in files:
             raise ValueError(f"two objects would be written to dist/{m.path}: "
                              f"{m.kind} {m.namespace}/{m.name} is defined twice")
         files[m.path] = dump(canonical(m.obj))
-    for path, text in (extra or {}).items():
-        if path in files or path.endswith((".yaml", ".yml")):
+    folders = {name: {**entry} for name, entry in index_doc.get("folders", {}).items()}
+    for path, text in sorted((extra or {}).items()):
+        if path in files or path == INDEX_FILE or path.endswith((".yaml", ".yml")):
             raise ValueError(f"dist/{path}: an extra file must not be, or look like, a manifest")
+        owner = max((name for name in folders if path.startswith(f"{name}/")), key=len, default=None)
+        if owner is None:
+            owner = path.rpartition("/")[0]
+            folders[owner] = {"objects": []}
+        folders[owner]["files"] = [*folders[owner].get("files", ()), path.removeprefix(f"{owner}/")]
         files[path] = text
+    files[INDEX_FILE] = dump({**index_doc, "folders": {k: folders[k] for k in sorted(folders)}})
     return dict(sorted(files.items()))
 
 
@@ -141,10 +151,16 @@ def compare_tree(files: dict[str, str], outdir: Path) -> TreeDiff:
                     modified=tuple(sorted(p for p in files if p in on_disk and files[p] != on_disk[p])))
 
 
+#: The non-YAML files synth wrote before the index listed them (release 2026.12.0 and earlier):
+#: containerd's drop-in and registry hosts files under a node pool's folder.
+_LEGACY_EXTRA = re.compile(r"^containerd/(conf\.d/[^/]+\.toml|certs\.d/[^/]+/hosts\.toml)$")
+
+
 def foreign_files(folder: Path) -> list[str] | None:
     """What in ``folder`` an earlier synth did not write: None when its index.yaml is not our
     DistIndex, else every path (relative, sorted) that is not index.yaml, an object the index
-    lists, or an extra file (never .yaml) in a folder the index lists."""
+    lists, or an extra file the index lists (``files`` of its folder; an index written before
+    it listed them: containerd's files of a node pool, _LEGACY_EXTRA)."""
     try:
         doc = yaml.load((folder / INDEX_FILE).read_text(), Loader=_Loader)
     except (OSError, yaml.YAMLError, UnicodeDecodeError):
@@ -152,15 +168,19 @@ def foreign_files(folder: Path) -> list[str] | None:
     if not (isinstance(doc, dict) and doc.get("kind") == "DistIndex" and doc.get("apiVersion") == INDEX_API_VERSION):
         return None
     listed = doc.get("folders") if isinstance(doc.get("folders"), dict) else {}
-    objects = {f"{name}/{o.get('file')}" for name, entry in listed.items() if isinstance(entry, dict)
-               for o in entry.get("objects") or () if isinstance(o, dict)}
+    listed = {str(name): entry for name, entry in listed.items() if isinstance(entry, dict)}
+    ours = {f"{name}/{o.get('file')}" for name, entry in listed.items()
+            for o in entry.get("objects") or () if isinstance(o, dict)}
+    ours |= {f"{name}/{f}" for name, entry in listed.items() for f in entry.get("files") or () if isinstance(f, str)}
+    legacy = not any("files" in entry for entry in listed.values())
     out = []
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder).as_posix()
         if path.is_dir() and not path.is_symlink():
             continue
-        extra = not rel.endswith((".yaml", ".yml")) and any(rel.startswith(f"{name}/") for name in listed)
-        if rel != INDEX_FILE and rel not in objects and not extra:
+        extra = legacy and path.is_file() and not path.is_symlink() and any(
+            rel.startswith(f"{name}/") and _LEGACY_EXTRA.match(rel.removeprefix(f"{name}/")) for name in listed)
+        if rel != INDEX_FILE and rel not in ours and not extra:
             out.append(rel)
     return out
 
@@ -176,6 +196,7 @@ def check_outdir(outdir: Path) -> None:
     where = outdir.resolve()
     if where.exists() and not where.is_dir():
         raise InputError(str(outdir), "", "is a file; --outdir must be a folder")
+    _writable(outdir, where)
     if not where.is_dir() or not any(where.iterdir()):
         return
     foreign = foreign_files(where)
@@ -186,6 +207,24 @@ def check_outdir(outdir: Path) -> None:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise InputError(str(outdir), "", f"is an earlier colocate dist/ but also holds files synth did not write "
                          f"({shown}); synth replaces the whole folder, so move them out or name another folder")
+
+
+def _writable(outdir: Path, where: Path) -> None:
+    """synth writes the new tree next to ``where`` and renames it in: make sure that folder (or
+    the nearest one that exists, where it would be created) takes a new folder, before the
+    build. Writes nothing that stays."""
+    parent = where.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    why = "its parent is not a folder" if not parent.is_dir() else ""
+    if not why:
+        try:
+            with _signals_deferred():  # a Ctrl-C between the two leaves no probe behind
+                os.rmdir(tempfile.mkdtemp(prefix=f".{where.name}.probe-", dir=parent))
+        except OSError as exc:
+            why = f"{parent}: {exc.strerror}"
+    if why:
+        raise InputError(str(outdir), "", f"cannot be written ({why}); name a folder you can write with --outdir")
 
 
 def _leftovers(outdir: Path) -> list[Path]:
@@ -213,7 +252,7 @@ def _remove(tree: Path) -> None:
         tree.rmdir()
 
 
-def write_tree(files: dict[str, str], outdir: Path) -> None:
+def write_tree(files: dict[str, str], outdir: Path, on_swap: Callable[[], None] | None = None) -> None:
     """Replace ``outdir`` with exactly ``files``. The new tree is written next to it first and
     swapped in with two renames; SIGINT and SIGTERM wait until both are done, and if the second
     fails the first is undone, so ``outdir`` is always the old tree or the new one. Never touches
@@ -221,6 +260,25 @@ def write_tree(files: dict[str, str], outdir: Path) -> None:
     check_outdir(outdir)
     outdir = outdir.resolve()
     outdir.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(outdir.parent):
+        _write_tree(files, outdir, on_swap)
+
+
+@contextlib.contextmanager
+def _locked(folder: Path):
+    """One writer at a time in ``folder``: an flock on the folder itself (no lock file to leave
+    behind; the kernel drops it when the process dies). A second synth waits for the first,
+    instead of removing its live staging folder as a leftover."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _write_tree(files: dict[str, str], outdir: Path, on_swap: Callable[[], None] | None) -> None:
+    check_outdir(outdir)  # again, under the lock: another synth may have written meanwhile
     for leftover in _leftovers(outdir):
         _remove(leftover)
     staging = Path(tempfile.mkdtemp(prefix=f"{outdir.name}.tmp-", dir=outdir.parent))
@@ -246,6 +304,8 @@ def write_tree(files: dict[str, str], outdir: Path) -> None:
                     old.rename(outdir)
                 raise
             swapped = True
+            if on_swap:
+                on_swap()  # before a deferred signal is delivered: the caller knows the new tree is in
     finally:
         # Also when a deferred Ctrl-C arrives: the old tree is gone only once the new one is in place.
         if swapped:

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import sys
+import unicodedata
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -19,6 +20,19 @@ _COLOURS = {"error": "\033[31m", "warning": "\033[33m"}
 _RESET, _BOLD = "\033[0m", "\033[1m"
 
 
+def escape(text: str) -> str:
+    """An untrusted string made safe for a terminal and a CI log: every control and format
+    character (ESC, BEL, new lines, bidi overrides, zero-width) as a ``\\xNN``/``\\uNNNN``
+    escape, and a leading ``::`` (a GitHub Actions workflow command, which the runner
+    recognises at the start of a line) with its first colon escaped."""
+    out = "".join(ch if unicodedata.category(ch) not in ("Cc", "Cf") and ch not in "\u2028\u2029" else
+                  (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}") for ch in text)
+    stripped = out.lstrip()
+    if stripped.startswith("::"):
+        out = out[:len(out) - len(stripped)] + "\\x3a" + stripped[1:]
+    return out
+
+
 def use_colour(stream=sys.stdout) -> bool:
     """Colour on a terminal, unless NO_COLOR is set (https://no-color.org)."""
     return stream.isatty() and not os.environ.get("NO_COLOR")
@@ -30,6 +44,7 @@ def _where(f: Finding) -> str:
 
 
 def _line(f: Finding, colour: bool) -> str:
+    """One finding on one line; every part that comes from the input is escaped."""
     where = _where(f)
     fix = f" (fix: {f.fix})" if f.fix else ""
     severity = f.severity.upper()
@@ -37,7 +52,7 @@ def _line(f: Finding, colour: bool) -> str:
         severity = f"{_COLOURS.get(f.severity, '')}{severity}{_RESET}"
     location = f"{f.file}:{f.line}" if f.line else f.file
     ref = f" {f.ref}" if f.kind else ""
-    return f"{severity} {f.rule} {location}{ref}: {where}{f.message}{fix}"
+    return f"{severity} {escape(f'{f.rule} {location}{ref}: {where}{f.message}{fix}')}"
 
 
 def summary(result: CheckResult) -> str:
@@ -65,12 +80,13 @@ def to_text(result: CheckResult, colour: bool = False) -> str:
     for f in result.findings:
         if f.file != current:
             current = f.file
-            header = f"{current}"
+            header = escape(f"{current}")
             lines.append(f"{_BOLD}{header}{_RESET}" if colour else header)
         lines.append("  " + _line(f, colour))
     if result.suppressed:
         lines.append(f"suppressed ({len(result.suppressed)}):")
-        lines += [f"  {f.rule} {f.file}:{f.line} {f.ref}: {_where(f)}{reason}" for f, reason in result.suppressed]
+        lines += ["  " + escape(f"{f.rule} {f.file}:{f.line} {f.ref}: {_where(f)}{reason}")
+                  for f, reason in result.suppressed]
     lines.append(summary(result))
     return "\n".join(lines) + "\n"
 

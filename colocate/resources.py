@@ -30,21 +30,25 @@ def data_path(package: str, *parts: str) -> Path:
     return Path(str(resource))
 
 
+def find_repository(start: Path | None = None) -> Path | None:
+    """The nearest folder from ``start`` (default: the current directory) up that holds a
+    colocate.yaml; None when there is none."""
+    here = (start or Path.cwd()).resolve()
+    return next((folder for folder in (here, *here.parents) if (folder / CONFIG_NAME).is_file()), None)
+
+
 def repository(start: Path | None = None) -> Path:
     """The nearest folder from ``start`` (default: the current directory) up that holds a
     colocate.yaml; else this checkout (which may hold none when colocate is installed)."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / CONFIG_NAME).is_file():
-            return folder
-    return ROOT
+    return find_repository(start) or ROOT
 
 
 def display(path: Path) -> str:
-    """A user's file as messages name it: relative to the working repository when inside it."""
+    """A user's file as messages name it: relative to the working repository when inside it. A
+    symbolic link is named as itself, not its target (which may loop, dangle or lie elsewhere)."""
     try:
-        return str(path.resolve().relative_to(repository()))
-    except ValueError:
+        return str((path.parent.resolve() / path.name).relative_to(repository()))
+    except (ValueError, RuntimeError, OSError):
         return str(path)
 
 

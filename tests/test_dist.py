@@ -77,12 +77,17 @@ def test_check_names_an_offline_deployment_without_priority(tmp_path):
     assert [f["name"] for f in data["findings"]] == ["adhoc-trainer"]
 
 
-def test_check_broken_yaml_exits_2_naming_file_and_line(tmp_path):
+def test_check_broken_yaml_is_an_error_naming_file_and_line(tmp_path):
     copy = tmp_path / "dist"
     shutil.copytree(DIST, copy)
     broken = copy / "apps" / "broken.yaml"
     broken.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n data: [\n")
+    # Found in a folder: one INPUT error for the file, the rest checked (issue 21, item 14).
     proc = colocate("check", str(copy))
+    assert proc.returncode == 1, proc.stderr
+    assert f"ERROR INPUT {broken}:5: not valid YAML" in proc.stdout, proc.stdout
+    # Named: bad input, exit 2.
+    proc = colocate("check", str(broken))
     assert proc.returncode == 2
     assert f"{broken}:5: not valid YAML" in proc.stderr
 

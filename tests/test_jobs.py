@@ -248,5 +248,5 @@ def test_colocate_yaml_messages_are_in_words_and_relative(tmp_path):
     assert proc.returncode == 2 and proc.stderr.splitlines() == [
         "colocate: error: colocate.yaml:$.kubernetesVersion: 'v1.28.0' is not a Kubernetes version: write 1.MINOR.PATCH "
         "without a v, such as 1.28.0",
-        "  colocate.yaml:$.monitoring.storageSize: '50GB' is not a size: write a whole number and Mi, Gi or Ti, such as "
+        "  colocate.yaml:$.monitoring.storageSize: '50GB' is not a size: write a whole number above 0 and Mi, Gi or Ti, such as "
         "50Gi (not G or GB); did you mean '50Gi'?"], proc.stderr

@@ -146,3 +146,48 @@ def test_load_rules_refuses_an_empty_rule_folder(tmp_path: Path):
 
     with pytest.raises(ColocateError, match="no policy rule found"):
         load_rules(tmp_path)
+
+
+# --- issue 21, item 19: an installed colocate outside any colocate repository ----------------------
+
+
+def _wheel_env() -> dict[str, str]:
+    env = environment()
+    env["PATH"] = os.pathsep.join([str(ROOT / "bin"), env["PATH"]])  # kubeconform
+    return env
+
+
+def test_installed_check_outside_a_repository_uses_the_packaged_reference_configuration(installed: Path,
+                                                                                         tmp_path: Path):
+    shutil.copytree(ROOT / "dist", tmp_path / "dist")
+    proc = subprocess.run([str(installed / "colocate"), "check", "dist"], cwd=tmp_path, env=_wheel_env(),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    [said] = proc.stderr.splitlines()
+    assert said.startswith(f"colocate: no colocate.yaml in {tmp_path} or above; using the packaged reference "
+                           "configuration"), said
+    # synth refuses there (item 8), and says how to start.
+    proc = subprocess.run([str(installed / "colocate"), "synth"], cwd=tmp_path, env=_wheel_env(),
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "no colocate.yaml in" in proc.stderr and "colocate init" in proc.stderr, proc.stderr
+
+
+def test_installed_init_writes_a_starter_configuration_once(installed: Path, tmp_path: Path):
+    proc = subprocess.run([str(installed / "colocate"), "init"], cwd=tmp_path, env=_wheel_env(),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "colocate.yaml").read_text() == (ROOT / "colocate.yaml").read_text()
+    proc = subprocess.run([str(installed / "colocate"), "init"], cwd=tmp_path, env=_wheel_env(),
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "colocate.yaml already exists" in proc.stderr, proc.stderr
+    # Now a repository: check uses its configuration and says nothing about it.
+    shutil.copytree(ROOT / "dist", tmp_path / "dist")
+    proc = subprocess.run([str(installed / "colocate"), "check", "dist"], cwd=tmp_path, env=_wheel_env(),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+def test_the_packaged_reference_configuration_is_the_repositorys():
+    from colocate import config
+
+    assert config.reference_path().read_text() == (ROOT / "colocate.yaml").read_text()

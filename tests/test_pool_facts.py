@@ -18,7 +18,7 @@ def test_the_descriptions_in_dist_read_back_as_the_models_pools():
     for pool in reference(config_mod.load()).pools:
         got = facts[pool.name]
         assert (got.nodes, got.allocatable, dict(got.labels), got.taints, got.static_cpu) == (
-            pool.nodes, pool.allocatable, pool.node_labels, tuple(pool.taints), pool.static_cpu)
+            pool.nodes, pool.allocatable, pool_facts.node_labels(pool.node_labels), tuple(pool.taints), pool.static_cpu)
 
 
 def test_a_worker_too_big_for_the_cluster_given_with_cluster_is_judged_against_it(tmp_path):

@@ -36,7 +36,7 @@ def test_outdir_dot_with_a_git_folder_is_refused_and_untouched(tmp_path):
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (tmp_path / "README.md").write_text("mine\n")
-    proc = colocate("synth", "--outdir", ".", cwd=tmp_path)
+    proc = colocate("synth", "--config", str(ROOT / "colocate.yaml"), "--outdir", ".", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip() == ("colocate: error: .: is not empty and is not an earlier colocate dist/ (no index.yaml "
                                    "of kind DistIndex); synth replaces the whole folder, so name a new or empty one")

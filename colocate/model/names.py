@@ -5,6 +5,15 @@ from __future__ import annotations
 
 #: Node label naming a node's pool; every pool sets it (value = pool name).
 POOL_LABEL = "colocate.io/pool"
+#: Labels every kubelet sets on its own Node, whatever the pool: the operating system and the
+#: architecture, stable and beta. forms (kubernetes/kubernetes pkg/kubelet/kubelet_node_status.go
+#: initialNode, v1.28.15; keys in k8s.io/api core/v1/well_known_labels.go and k8s.io/kubelet
+#: pkg/apis/well_known_labels.go, v0.28.15). Our nodes are linux/amd64. The pools' NodePool
+#: descriptions carry them, so check and simulate read them from there. kubernetes.io/hostname
+#: is set too, but differs per node: simulate adds it to each node it makes.
+KUBELET_NODE_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                       "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64"}
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 #: Label on a PriorityClass or Namespace naming its tier role (online, offline, background).
 TIER_LABEL = "colocate.io/tier"
 #: The extended resource the NVIDIA device plugin advertises.

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from colocate import quantity
 from colocate.errors import InputError
-from colocate.model.names import GPU
+from colocate.model.names import GPU, KUBELET_NODE_LABELS
 from colocate.model.pools import NodePoolProps, Resources, Taint
 from colocate.model.scheduling import node_selected
 
@@ -65,9 +65,15 @@ def describe(pool: NodePoolProps) -> dict[str, Any]:
     """The ``NodePool`` document synth writes for a pool."""
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": pool.name},
             "spec": {"nodes": pool.nodes, "capacity": resource_list(pool.capacity),
-                     "allocatable": resource_list(pool.allocatable), "labels": dict(sorted(pool.node_labels.items())),
+                     "allocatable": resource_list(pool.allocatable), "labels": node_labels(pool.node_labels),
                      "taints": [t.to_kube() for t in pool.taints],
                      "cpuManagerPolicy": pool.kubelet.cpu_manager_policy}}
+
+
+def node_labels(labels: Mapping[str, str]) -> dict[str, str]:
+    """Every label a pool's nodes carry: the labels every kubelet sets, then the pool's own
+    (sorted). Descriptions written before they listed the kubelet's labels get them too."""
+    return dict(sorted({**KUBELET_NODE_LABELS, **labels}.items()))
 
 
 def from_documents(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[PoolFacts, ...]:
@@ -82,7 +88,7 @@ def from_documents(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[PoolF
                 name=str(name), nodes=int(spec["nodes"]),
                 allocatable=Resources(quantity.millicores(alloc["cpu"]), quantity.to_bytes(alloc["memory"]),
                                       int(quantity.parse(alloc.get(GPU, 0)))),
-                labels=dict(spec.get("labels") or {}),
+                labels=node_labels(spec.get("labels") or {}),
                 taints=tuple(Taint(t["key"], t.get("value", ""), t.get("effect", "NoSchedule")) for t in spec.get("taints") or []),
                 static_cpu=spec.get("cpuManagerPolicy") == "static"))
         except (KeyError, TypeError, ValueError) as exc:

@@ -2,6 +2,8 @@
 one label-selector matcher, one image-reference parser. Plain functions, no cdk8s."""
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -98,6 +100,33 @@ def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, st
 #: The registry a runtime pulls from when a reference names none (containerd v1.7.13
 #: reference/docker/normalize.go, defaultDomain), where official images live under ``library/``.
 DEFAULT_REGISTRY = "docker.io"
+
+
+# The image reference grammar of github.com/docker/distribution reference/regexp.go (v2.8.2),
+# which the kubelet and containerd parse image names with: lower-case path components joined by
+# ".", "_", "__" or dashes, an optional registry host[:port], a tag of at most 128 word
+# characters, a digest of at least 32 hex digits; at most 255 characters of name
+# (reference.go NameTotalLengthMax).
+_ALNUM = r"[a-z0-9]+"
+_SEPARATOR = r"(?:[._]|__|-+)"  # regexp.go: [-]*; an empty separator only joins two runs, so -+
+_COMPONENT = rf"{_ALNUM}(?:{_SEPARATOR}{_ALNUM})*"
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN = rf"{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*(?::[0-9]+)?"
+_TAG = r"[0-9A-Za-z_][0-9A-Za-z_.-]{0,127}"
+_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+_REFERENCE = re.compile(rf"(?P<name>(?:{_DOMAIN}/)?{_COMPONENT}(?:/{_COMPONENT})*)(?::{_TAG})?(?:@{_DIGEST})?")
+NAME_TOTAL_LENGTH_MAX = 255
+
+
+def reference_error(image: str) -> str:
+    """Why ``image`` is not an image reference the kubelet can pull; "" when it is one."""
+    match = _REFERENCE.fullmatch(image)
+    if not match:
+        return (f"{image!r} is not a valid image reference: [host[:port]/]path[:tag][@digest], the path in lower "
+                "case, its parts letters and digits joined by '.', '_', '__' or '-' (no '..', no empty part)")
+    if len(match["name"]) > NAME_TOTAL_LENGTH_MAX:
+        return f"{image!r} is not a valid image reference: its name is longer than {NAME_TOTAL_LENGTH_MAX} characters"
+    return ""
 
 
 @dataclass(frozen=True)

@@ -49,3 +49,29 @@ def validate_tiers(tiers: Sequence[PriorityTier]) -> None:
     if len(defaults) > 1:
         raise PropError(where, "tiers[*].global_default",
                         f"{', '.join(defaults)} are all global defaults; at most one tier may be")
+
+
+#: Tier roles from the top: an online class preempts offline ones, which preempt background ones.
+ROLE_RANK = {"online": 2, "offline": 1, "background": 0}
+
+
+@dataclass(frozen=True)
+class TierClass:
+    """A PriorityClass as written, with the tier role it serves."""
+
+    name: str
+    role: str
+    value: int
+
+
+def inversions(classes: Sequence[TierClass]) -> list[tuple[TierClass, TierClass]]:
+    """(upper, lower) pairs whose tiers are inverted: ``lower``'s role ranks below ``upper``'s
+    but its value is not below. Lower classes in order of appearance, each once, against the
+    first upper class it is not below."""
+    out = []
+    for lower in classes:
+        for upper in classes:
+            if ROLE_RANK.get(upper.role, -1) > ROLE_RANK.get(lower.role, -1) >= 0 and lower.value >= upper.value:
+                out.append((upper, lower))
+                break
+    return out

@@ -154,7 +154,7 @@ def api_objects(root: Path) -> list[Doc]:
 #: (name, accessor, printer) of each resource the table shows.
 RESOURCES: tuple[tuple[str, Callable[[Resources], int], Callable[[int], str]], ...] = (
     ("cpu", lambda r: r.cpu_milli, quantity.format_cpu),
-    ("memory", lambda r: r.memory_bytes, quantity.format_bytes),
+    ("memory", lambda r: r.memory_bytes, quantity.format_bytes_readable),
     (GPU, lambda r: r.gpus, str),
 )
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from colocate import quantity
 from colocate.manifests import NON_API_KINDS, Doc, pod_specs
-from colocate.model.names import KEEP_ON_PRUNE, sync_options
+from colocate.model.names import KEEP_ON_PRUNE, TIER_LABEL, sync_options
+from colocate.model.tiers import TierClass, inversions
 from colocate.model.scheduling import pod_pools
 from colocate.review.compare import FieldChange
 from colocate.review.tree import Entry
@@ -22,6 +23,8 @@ _HOLDS_DATA = {
     "PersistentVolume": "deleting a PersistentVolume can delete the disk behind it",
     "CustomResourceDefinition": "deleting a CustomResourceDefinition deletes every object of its kind",
     "StatefulSet": "deleting a StatefulSet stops the pods that own its volumes",
+    "TFJob": "deleting a TFJob stops its training at once (training-operator deletes its pods): the work since "
+             "its last checkpoint is lost, and a job still running never finishes",
 }
 #: Fields the API server refuses to update: Argo CD can only apply the change by deleting and
 #: re-creating the object (Replace=true), which for a workload restarts every pod.
@@ -113,3 +116,31 @@ def changed(old: Entry, new: Entry, fields: list[FieldChange]) -> list[Danger]:
         out.append(Danger(POOL_MOVE, f"pods move between pools: {', '.join(sorted(before_pools)) or 'any'} -> "
                                      f"{', '.join(sorted(after_pools)) or 'any'}"))
     return out + _node_file(new)
+
+
+def _tier_classes(objects: dict[Any, Entry]) -> list[TierClass]:
+    """The PriorityClasses of a tree that name their tier (colocate.io/tier), with their values."""
+    out = []
+    for entry in objects.values():
+        obj = entry.obj
+        role = ((obj.get("metadata") or {}).get("labels") or {}).get(TIER_LABEL)
+        value = obj.get("value")
+        if entry.key.kind == "PriorityClass" and isinstance(role, str) and isinstance(value, int):
+            out.append(TierClass(entry.key.name, role, value))
+    return out
+
+
+def tier_inversions(before: dict[Any, Entry], after: dict[Any, Entry]) -> dict[str, list[Danger]]:
+    """PriorityClass name -> the inversions of the tiers the change makes: a lower tier's class
+    that now outranks (or ties) a higher tier's, so its pods preempt theirs. Both classes of a
+    pair carry it: either may be the one the change raised or lowered."""
+    was = {(u.name, l.name) for u, l in inversions(_tier_classes(before))}
+    out: dict[str, list[Danger]] = {}
+    for upper, lower in inversions(_tier_classes(after)):
+        if (upper.name, lower.name) not in was:
+            found = Danger(PRIORITY, f"tier inversion: {lower.name} ({lower.role}, {lower.value}) now outranks "
+                                     f"{upper.name} ({upper.role}, {upper.value}): {lower.role} pods preempt "
+                                     f"{upper.role} pods")
+            for name in (lower.name, upper.name):
+                out.setdefault(name, []).append(found)
+    return out

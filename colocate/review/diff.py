@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from colocate.errors import ColocateError
 from colocate.review import capacity, compare, danger, policy, quota, tree
 from colocate.review.compare import FieldChange
 from colocate.review.danger import Danger
@@ -59,18 +60,30 @@ def _order(key: Key) -> tuple[str, str, str]:
 def compare_trees(base: tree.Tree, head: tree.Tree) -> list[ObjectChange]:
     """Every added, removed and changed object, by Application, then kind/namespace/name."""
     out = []
+    inverted = danger.tier_inversions(base.objects, head.objects)
     for key in sorted(set(base.objects) | set(head.objects), key=_order):
         old, new = base.objects.get(key), head.objects.get(key)
+        extra = tuple(inverted.get(key.name, ())) if key.kind == "PriorityClass" and new is not None else ()
         if old is None:
-            out.append(ObjectChange(new.app, key, new.file, ADDED))
+            out.append(ObjectChange(new.app, key, new.file, ADDED, dangers=extra))
         elif new is None:
             out.append(ObjectChange(old.app, key, old.file, REMOVED, dangers=tuple(danger.removed(old))))
         else:
             fields = compare.diff(old.obj, new.obj)
             if fields:
                 out.append(ObjectChange(new.app, key, new.file, CHANGED, tuple(fields),
-                                        tuple(danger.changed(old, new, fields))))
+                                        extra + tuple(danger.changed(old, new, fields))))
     return sorted(out, key=lambda c: (c.app, _order(c.key)))
+
+
+def _kept_on_prune(old: list, new: list) -> list:
+    """Objects the change removes from dist/ that Argo CD keeps in the cluster (Prune=false): a
+    job's checkpoint claim still counts against the namespace's quota after its file is gone."""
+    from colocate.model.names import KEEP_ON_PRUNE, sync_options
+
+    present = {(d.group, d.kind, d.namespace, d.name) for d in new}
+    return [d for d in old if (d.group, d.kind, d.namespace, d.name) not in present
+            and KEEP_ON_PRUNE in sync_options(d.metadata)]
 
 
 def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist: str = "dist",
@@ -84,6 +97,9 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
     head_rev = tree.resolve(repo, head) if head else None
     base_label, head_label = base or f"merge-base {base_rev[:12]}", head or tree.WORKTREE
     with tree.checkout(repo, base_rev, dist) as base_root, tree.checkout(repo, head_rev, dist) as head_root:
+        if not base_root.is_dir() and not head_root.is_dir():
+            raise ColocateError(f"{dist}: in neither {base_label} nor {head_label}; --dist names the folder of the "
+                                "synth output in the repository (default: dist)")
         before, after = tree.load(base_label, base_root), tree.load(head_label, head_root)
         impact = policy.impact(base_root, head_root, config_path) if with_policy else None
         load = quotas = None
@@ -91,6 +107,7 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
         if pools is not None:
             known = pools()
             old, new = capacity.api_objects(base_root), capacity.api_objects(head_root)
+            new = new + _kept_on_prune(old, new)
             load = tuple(capacity.deltas(capacity.usage(old, known), capacity.usage(new, known)))
             quotas = tuple(quota.deltas(quota.uses(old, known), quota.uses(new, known)))
             was = set(capacity.unfit(old, known))

@@ -45,7 +45,8 @@ def _headline(r: Review) -> str:
     refused = [q for q in r.quota or () if q.over]
     full += f"; {len(refused)} quotas exceeded" if refused else ""
     full += f"; {len(r.unfit)} pods fit no node" if r.unfit else ""
-    return (f"{_plural(len(r.changes), 'object')} differ in {_plural(len(apps), 'Application')} "
+    verb = "differs" if len(r.changes) == 1 else "differ"
+    return (f"{_plural(len(r.changes), 'object')} {verb} in {_plural(len(apps), 'Application')} "
             f"({n[ADDED]} added, {n[REMOVED]} removed, "
             f"{n[CHANGED]} changed); {len(r.dangerous)} dangerous{policy}{full}")
 
@@ -227,15 +228,28 @@ def _capacity_table(u: Usage) -> tuple[list[str], list[list[str]]]:
     body = []
     for row in capacity.rows(u):
         show_ = _printer(row.resource)
-        used = f"{100 * row.total / row.allocatable:.0f}%" if row.allocatable else "-"
+        used = _share(row.total, row.allocatable)
         body.append([row.pool, row.resource, *(show_(row.by_tier[t]) if t in row.by_tier else "-" for t in u.tiers),
                      show_(row.total), "-" if row.allocatable is None else show_(row.allocatable), used])
     return header, body
 
 
+def _share(used: float, available: float | None) -> str:
+    """``24%``, or ``112% OVER`` past what there is (the API server or the scheduler refuses the rest)."""
+    if not available:
+        return "-" if not used else "OVER"
+    return f"{100 * used / available:.0f}%" + (" OVER" if used > available else "")
+
+
+def over_committed(u: Usage, uses: list[QuotaUse]) -> bool:
+    """A pool's requests past its allocatable, or a quota's use past its hard limit."""
+    return any(row.allocatable is not None and row.total > row.allocatable for row in capacity.rows(u)) or \
+        any(q.used > q.hard for q in uses)
+
+
 def _quota_table(uses: list[QuotaUse]) -> tuple[list[str], list[list[str]]]:
     body = [[f"{q.namespace}/{q.quota}", q.resource, quota.printer(q.resource)(q.used), quota.printer(q.resource)(q.hard),
-             f"{100 * q.used / q.hard:.0f}%" if q.hard else "-"] for q in uses]
+             _share(q.used, q.hard)] for q in uses]
     return ["quota", "resource", "used", "hard", "share"], body
 
 

@@ -20,7 +20,7 @@ from colocate.review.capacity import daemonset_nodes, pod_resources, replicas
 #: unit -> (parse a quota value, print an amount).
 _UNITS: dict[str, tuple[Callable[[object], int], Callable[[int], str]]] = {
     "cpu": (quantity.millicores, quantity.format_cpu),
-    "memory": (quantity.to_bytes, quantity.format_bytes),
+    "memory": (quantity.to_bytes, quantity.format_bytes_readable),
     "count": (lambda v: int(quantity.parse(v)), str),
 }
 _CPU, _MEMORY = (lambda r: r.cpu_milli), (lambda r: r.memory_bytes)

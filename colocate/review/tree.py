@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import yaml
 
 from colocate import manifests
-from colocate.errors import ColocateError
+from colocate.errors import ColocateError, InputError
 from colocate.render import INDEX_FILE
 
 #: ``colocate diff`` with no HEAD compares against the files on disk.
@@ -65,7 +65,8 @@ def toplevel(cwd: Path) -> Path:
 
 def resolve(repo: Path, revision: str) -> str:
     """The commit a revision names; bad input (exit 2) when git does not know it."""
-    proc = _git(repo, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+    # --end-of-options: a revision that starts with "-" is a name git does not know, never an option.
+    proc = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
     if proc.returncode:
         raise ColocateError(f"unknown git revision {revision!r} in {repo}")
     return proc.stdout.decode().strip()
@@ -90,8 +91,11 @@ def checkout(repo: Path, revision: str | None, dist: str) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="colocate-diff-") as tmp:
         proc = _git(repo, "archive", "--format=tar", revision, "--", dist)
         if proc.returncode == 0:
-            with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as archive:
-                archive.extractall(tmp, filter="data")
+            try:
+                with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as archive:
+                    archive.extractall(tmp, filter="data")
+            except tarfile.FilterError as exc:  # an absolute link, a path out of the tree
+                raise ColocateError(f"{dist} at {revision[:12]}: {exc}; dist/ holds plain files") from None
         elif b"did not match any files" not in proc.stderr:
             raise ColocateError(f"git archive {revision} -- {dist} failed: {proc.stderr.decode().strip()}")
         yield Path(tmp) / dist
@@ -111,7 +115,13 @@ def load(label: str, root: Path) -> Tree:
     apps = _applications(root)
     objects: dict[Key, Entry] = {}
     if root.is_dir():
-        for doc in manifests.load([root]):
+        try:
+            docs = manifests.load([root])
+        except InputError as exc:  # named as in the repository, not by the temporary folder
+            file = Path(exc.file)
+            shown = file.relative_to(root).as_posix() if file.is_relative_to(root) else exc.file
+            raise InputError(f"{label}: {root.name}/{shown}", exc.where, exc.reason) from None
+        for doc in docs:
             if doc.kind == "DistIndex":
                 continue
             rel = Path(doc.file).relative_to(root).as_posix()

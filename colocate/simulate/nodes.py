@@ -9,7 +9,8 @@ from typing import Any, Mapping
 import yaml
 
 from colocate.errors import InputError
-from colocate.model.pool_facts import API_VERSION, KIND
+from colocate.model.names import HOSTNAME_LABEL
+from colocate.model.pool_facts import API_VERSION, KIND, node_labels
 from colocate.resources import display
 
 #: kwok manages the nodes that carry this annotation (kwok v0.5.2 --manage-nodes-with-annotation-selector).
@@ -46,7 +47,7 @@ def read_pools(dist: Path) -> list[SimPool]:
                              "re-run `colocate synth` (synth writes it since release 2026.12)")
         pools.append(SimPool(name=doc["metadata"]["name"], nodes=int(spec["nodes"]),
                              capacity=spec["capacity"], allocatable=spec["allocatable"],
-                             labels=spec.get("labels") or {}, taints=tuple(spec.get("taints") or ())))
+                             labels=node_labels(spec.get("labels") or {}), taints=tuple(spec.get("taints") or ())))
     return pools
 
 
@@ -60,8 +61,7 @@ def node_object(pool: SimPool, name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "annotations": {key: value},
-                     "labels": {**pool.labels, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                                "kubernetes.io/arch": "amd64"}},
+                     "labels": {**pool.labels, HOSTNAME_LABEL: name}},
         "spec": {"taints": [dict(t) for t in pool.taints]},
         "status": {"capacity": {**pool.capacity, "pods": MAX_PODS},
                    "allocatable": {**pool.allocatable, "pods": MAX_PODS}},

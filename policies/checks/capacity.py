@@ -89,6 +89,21 @@ def _usage(index: Index) -> dict[str, dict[str, tuple[int, list[tuple[str, int]]
             if count:
                 totals[ns]["pods"] += count
                 parts[ns]["pods"].append((doc.ref, count))
+        if doc.is_api_object and doc.namespace:
+            # Object counts (kubernetes v1.28.15 pkg/quota/v1/evaluator/core/persistent_volume_claims.go;
+            # count/<resource>[.<group>] of k8s.io/apiserver v0.28.15 pkg/quota/v1/generic/evaluator.go,
+            # the resource taken as the kind in lower case plus "s").
+            ns = doc.namespace
+            keys = [f"count/{doc.kind.lower()}s" + (f".{doc.group}" if doc.group else "")]
+            if doc.kind == "PersistentVolumeClaim" and not doc.group:
+                keys.append("persistentvolumeclaims")
+                storage = _storage_request(doc)
+                if storage:
+                    totals[ns]["requests.storage"] += storage
+                    parts[ns]["requests.storage"].append((doc.ref, storage))
+            for key in keys:
+                totals[ns][key] += 1
+                parts[ns][key].append((doc.ref, 1))
     out = {}
     for ns, by_key in totals.items():
         for short in ("cpu", "memory"):
@@ -97,17 +112,25 @@ def _usage(index: Index) -> dict[str, dict[str, tuple[int, list[tuple[str, int]]
     return out
 
 
+def _storage_request(doc) -> int:
+    value = (((doc.obj.get("spec") or {}).get("resources") or {}).get("requests") or {}).get("storage")
+    try:
+        return quantity.to_bytes(value) if quantity.is_quantity(value) else 0
+    except ValueError:
+        return 0
+
+
 def _in_quota_units(key: str, value: str) -> int:
     if key.endswith("cpu"):
         return quantity.millicores(value)
-    if key.endswith("memory"):
+    if key.endswith(("memory", "storage")):
         return quantity.to_bytes(value)
     return int(quantity.parse(value))
 
 
 def _print(key: str, value: int) -> str:
     return quantity.format_cpu(value) if key.endswith("cpu") else \
-        quantity.format_bytes(value) if key.endswith("memory") else str(value)
+        quantity.format_bytes(value) if key.endswith(("memory", "storage")) else str(value)
 
 
 def namespace_quota(index: Index, rule: Rule) -> Iterator[Violation]:
@@ -127,8 +150,10 @@ def namespace_quota(index: Index, rule: Rule) -> Iterator[Violation]:
                     tops[quota.namespace, key] = ", ".join(f"{ref}: {_print(key, v)}"
                                                            for ref, v in sorted(parts, key=lambda p: -p[1])[:3])
                 top = tops[quota.namespace, key]
-                yield Violation(quota, f"spec.hard[{key}]", f"hard {hard}, but the namespace's pods ask for "
-                                f"{_print(key, total)} ({top}); the API server refuses the pods past the limit")
+                what = "objects come to" if key.startswith(("count/", "persistentvolumeclaims", "requests.storage")) \
+                    else "pods ask for"
+                yield Violation(quota, f"spec.hard[{key}]", f"hard {hard}, but the namespace's {what} "
+                                f"{_print(key, total)} ({top}); the API server refuses what is past the limit")
 
 
 def limit_range(index: Index, rule: Rule) -> Iterator[Violation]:

@@ -152,3 +152,35 @@ def application_overlap(index: Index, rule: Rule) -> Iterator[Violation]:
             if inside:
                 yield Violation(app, "spec.source.path", f"{path} is also synced by Application {other.name} "
                                 f"({other_path}{', recursively' if recurse and path != other_path else ''})")
+
+
+def application_path_exists(index: Index, rule: Rule) -> Iterator[Violation]:
+    """An Application whose folder of a checked dist/ (its DistIndex's folder, by name: the
+    Application's path ``dist/apps/x`` in the tree ``.../dist``) holds no checked file: Argo CD
+    stops at "app path does not exist" and prunes nothing (git keeps no empty folder)."""
+    roots = [PurePath(d.file).parent for d in index.of_kind("DistIndex")]
+    if not roots:
+        return
+    folders = {PurePath(d.file).parent for d in index.docs}
+    for app, _, path, _ in _directory_sources(index):
+        parts = PurePath(path).parts
+        for root in roots:
+            if not parts or parts[0] != root.name:
+                continue
+            folder = root.joinpath(*parts[1:])
+            if not any(f == folder or folder in f.parents for f in folders):
+                yield Violation(app, "spec.source.path", f"{path} holds no manifest in {root}")
+
+
+#: etcd refuses a request larger than this (go.etcd.io/etcd/server/v3 embed/config.go
+#: DefaultMaxRequestBytes = 1.5 MiB, v3.5.x; kube-apiserver stores each object in one request).
+ETCD_MAX_REQUEST_BYTES = 3 * 1024 * 1024 // 2
+
+
+def too_big_for_etcd(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Objects whose JSON alone exceeds etcd's request limit: no apply mode stores them."""
+    for doc in index.api_objects():
+        size = len(json.dumps(doc.obj, separators=(",", ":")))
+        if size > ETCD_MAX_REQUEST_BYTES:
+            yield Violation(doc, "metadata.name", f"the object is {size} bytes of JSON; etcd stores at most "
+                            f"{ETCD_MAX_REQUEST_BYTES} bytes per request, server-side apply included")

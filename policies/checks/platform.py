@@ -5,24 +5,59 @@ the rule's metadata, message and fix live in policies/rules/<id>.yaml.
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import PurePath
 from typing import Iterator
 
 from colocate import quantity
 from colocate.checker import Index, Rule, Violation
-from colocate.model.scheduling import ImageRef
-from colocate.model.names import BUILTIN_PRIORITY_CLASSES, MAX_USER_PRIORITY, MIN_GAP_FACTOR
+from colocate.model.scheduling import ImageRef, reference_error
+from colocate.model.names import BUILTIN_PRIORITY_CLASSES, MAX_USER_PRIORITY, MIN_GAP_FACTOR, TIER_LABEL
+from colocate.model.tiers import ROLE_RANK, TierClass, inversions
 from colocate.manifests import containers
 
 
+def _tier_role(index: Index, doc) -> str:
+    """The tier a checked PriorityClass serves: its colocate.io/tier label, else the role of the
+    configured tier of that name; "" for any other class."""
+    label = (doc.metadata.get("labels") or {}).get(TIER_LABEL)
+    if isinstance(label, str) and label:
+        return label
+    return next((t.role for t in index.ctx.cluster.tiers if t.name == doc.name), "")
+
+
+def _tier_classes(index: Index) -> list[tuple[TierClass, object]]:
+    """The checked PriorityClasses that serve a tier, as written, with their documents."""
+    out = []
+    for doc in index.of_kind("PriorityClass"):
+        value = doc.obj.get("value")
+        role = _tier_role(index, doc)
+        if isinstance(value, int) and not isinstance(value, bool) and role:
+            out.append((TierClass(doc.name, role, value), doc))
+    return out
+
+
+def tier_order(index: Index, rule: Rule) -> Iterator[Violation]:
+    """The checked PriorityClasses keep the tiers in order: online above offline above background."""
+    classes = _tier_classes(index)
+    docs = {id(c): d for c, d in classes}
+    for upper, lower in inversions([c for c, _ in classes]):
+        yield Violation(docs[id(lower)], "value", f"{lower.name}={lower.value} ({lower.role} tier) is not below "
+                        f"{upper.name}={upper.value} ({upper.role} tier)")
+
+
 def priority_gap(index: Index, rule: Rule) -> Iterator[Violation]:
-    """Adjacent user PriorityClasses must be MIN_GAP_FACTOR apart (system classes excluded)."""
+    """Adjacent user PriorityClasses must be MIN_GAP_FACTOR apart (system classes excluded). Two
+    tier classes in the wrong order are COL011's: one finding per fault."""
     classes = sorted((d for d in index.of_kind("PriorityClass")
                       if isinstance(d.obj.get("value"), int) and d.obj["value"] <= MAX_USER_PRIORITY),
                      key=lambda d: -d.obj["value"])
     for higher, lower in zip(classes, classes[1:]):
+        if ROLE_RANK.get(_tier_role(index, lower), -1) > ROLE_RANK.get(_tier_role(index, higher), 3):
+            continue
         if higher.obj["value"] < MIN_GAP_FACTOR * lower.obj["value"]:
             yield Violation(lower, "value", f"{lower.name}={lower.obj['value']} is only "
-                            f"{higher.obj['value'] / max(lower.obj['value'], 1):.1f}x below {higher.name}={higher.obj['value']}")
+                            f"{higher.obj['value'] / max(lower.obj['value'], 1):.1f}x below {higher.name}={higher.obj['value']}; "
+                            f"set it to at most {higher.obj['value'] // MIN_GAP_FACTOR}")
 
 
 def _resources(container: dict, kind: str) -> dict:
@@ -61,13 +96,36 @@ def duplicate_objects(index: Index, rule: Rule) -> Iterator[Violation]:
     """The same group/kind/namespace/name defined more than once. An object with generateName
     and no name gets a fresh name each time it is created, so it never collides."""
     seen: dict[tuple, list] = defaultdict(list)
+    destinations = _destination_namespaces(index)
     for doc in index.api_objects():
         if not doc.name and doc.metadata.get("generateName"):
             continue
-        seen[(doc.group, doc.kind, doc.namespace, doc.name)].append(doc)
+        namespace = doc.namespace
+        if not namespace and doc.namespaced:
+            # No namespace of its own: the Application syncing its folder gives it one (Argo CD's
+            # spec.destination.namespace), so two such objects in separate folders, as two
+            # Applications sync them, need not collide. Known destinations are compared.
+            folder = PurePath(doc.file).parent.as_posix()
+            namespace = next((ns for path, ns in destinations if folder == path or folder.endswith("/" + path)),
+                             f"(the destination of {folder}/)")
+        seen[(doc.group, doc.kind, namespace, doc.name)].append(doc)
     for docs in seen.values():
         for duplicate in docs[1:]:
             yield Violation(duplicate, "metadata.name", f"also defined in {docs[0].file}:{docs[0].line}")
+
+
+def _destination_namespaces(index: Index) -> list[tuple[str, str]]:
+    """(source path, destination namespace) of the checked Applications that set both."""
+    out = []
+    for app in index.of_kind("Application"):
+        spec = app.obj.get("spec") or {}
+        namespace = (spec.get("destination") or {}).get("namespace")
+        sources = [spec["source"]] if isinstance(spec.get("source"), dict) else []
+        sources += [s for s in spec.get("sources") or [] if isinstance(s, dict)]
+        for source in sources:
+            if source.get("path") and isinstance(namespace, str) and namespace:
+                out.append((PurePath(str(source["path"]).strip("/")).as_posix(), namespace))
+    return out
 
 
 def namespaced_without_namespace(index: Index, rule: Rule) -> Iterator[Violation]:
@@ -84,7 +142,10 @@ def pod_priority(index: Index, rule: Rule) -> Iterator[Violation]:
     values = dict(BUILTIN_PRIORITY_CLASSES)
     values.update({t.name: t.value for t in cluster.tiers})
     values.update({d.name: d.obj["value"] for d in index.of_kind("PriorityClass") if isinstance(d.obj.get("value"), int)})
-    offline = cluster.tier("offline")
+    # The offline class as checked (by its tier label, else the configured name), else the model's.
+    model = cluster.tier("offline")
+    offline = next((c for c, _ in _tier_classes(index) if c.role == "offline" and c.name == model.name),
+                   next((c for c, _ in _tier_classes(index) if c.role == "offline"), model))
     low_allowed = index.ctx.offline_namespaces | {cluster.prepull_namespace}
     for pod in index.pods():
         if pod.doc.namespace in index.ctx.offline_namespaces or pod.doc.kind == "TFJob":
@@ -111,3 +172,14 @@ def image_from_mirror(index: Index, rule: Rule) -> Iterator[Violation]:
             host = ImageRef.parse(image).host
             if host != ctx.registry_host and host not in ctx.proxied_registries:
                 yield Violation(pod.doc, f"{path}.image", f"{image} is pulled from {host}")
+
+
+def image_reference(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Every container image is a reference the kubelet can parse (model/scheduling.py's grammar)."""
+    for pod in index.pods():
+        for path, container in containers(pod):
+            image = container.get("image")
+            if isinstance(image, str) and image:
+                why = reference_error(image)
+                if why:
+                    yield Violation(pod.doc, f"{path}.image", why)
