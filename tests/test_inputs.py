@@ -14,6 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -349,3 +350,18 @@ def test_mutated_manifests_never_crash_the_checker(data):
         out, err = out.getvalue(), err.getvalue()
     assert code in (0, 1, 2), f"exit {code} on {fixture}:\n{text}\n{err}"
     assert "Traceback" not in out + err and "internal error" not in err, err
+
+
+@pytest.mark.parametrize("count", [[2], "two", True, {"n": 2}])
+def test_a_replica_count_of_the_wrong_type_is_a_schema_error_not_a_crash(tmp_path, count):
+    """Found by the mutation test above: capacity arithmetic read ``replicas: [2]`` with int()."""
+    docs = [d for d in yaml.safe_load_all((ROOT / "tests/policies/fixtures/COL051/pass.yaml").read_text()) if d]
+    for doc in docs:
+        if doc["kind"] == "Deployment":
+            doc["spec"]["replicas"] = count
+    path = tmp_path / "deployment.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["check", str(path)])
+    assert code == 1 and "SCHEMA" in out.getvalue() and "internal error" not in err.getvalue(), err.getvalue()

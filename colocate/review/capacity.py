@@ -76,18 +76,23 @@ def pod_resources(spec: dict, which: str = "requests") -> Resources:
 
 
 def replicas(pod: PodSpec, nodes: int) -> int:
-    """How many pods of this spec run at once; ``nodes``: how many nodes a DaemonSet covers."""
+    """How many pods of this spec run at once; ``nodes``: how many nodes a DaemonSet covers. A
+    count that is not a whole number is the schema check's finding; here it counts as the default."""
     doc = pod.doc
     spec = doc.obj.get("spec") or {}
     if doc.kind == "TFJob":
-        return int((spec.get("tfReplicaSpecs") or {}).get(pod.replica_key, {}).get("replicas", 1))
+        return _count((spec.get("tfReplicaSpecs") or {}).get(pod.replica_key, {}).get("replicas"), 1)
     if doc.kind == "DaemonSet":
         return nodes
     if doc.kind == "Job":
-        return int(spec.get("parallelism", 1))
+        return _count(spec.get("parallelism"), 1)
     if doc.kind == "CronJob":
         return 0
-    return int(spec.get("replicas", 1)) if doc.kind != "Pod" else 1
+    return _count(spec.get("replicas"), 1) if doc.kind != "Pod" else 1
+
+
+def _count(value, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
 
 @dataclass(frozen=True)
