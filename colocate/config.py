@@ -330,8 +330,8 @@ def _time_zone(file: str, name: str) -> str:
     """An IANA time zone the CronJob controller can load: kubernetes v1.28.15
     pkg/apis/batch/validation/validation.go validateTimeZone refuses ``Local`` and any name Go's
     time.LoadLocation cannot load; Python's tz database stands in for Go's here."""
-    if name.lower() == "local" or name not in _zones():
-        close = difflib.get_close_matches(name, sorted(_zones()), n=1, cutoff=0.6)
+    if name.lower() == "local" or name not in _zones(file):
+        close = difflib.get_close_matches(name, sorted(_zones(file)), n=1, cutoff=0.6)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         why = "is the node's zone, which a CronJob may not use" if name.lower() == "local" else \
             "is not an IANA time zone"
@@ -340,10 +340,10 @@ def _time_zone(file: str, name: str) -> str:
     return name
 
 
-def _zones() -> set[str]:
+def _zones(file: str) -> set[str]:
     zones = zoneinfo.available_timezones()
     if not zones:
-        raise InputError("colocate.yaml", "$.schedule.timeZone", "this machine has no time zone database to check "
+        raise InputError(file, "$.schedule.timeZone", "this machine has no time zone database to check "
                          "the zone against: install the tzdata package (Debian) or pip install tzdata")
     return zones
 

@@ -59,3 +59,38 @@ def test_the_reference_tfjobs_do_not_set_suspend_so_argo_cd_leaves_a_pause_alone
 def test_a_missing_kubeconfig_is_a_clear_error(tmp_path):
     proc = colocate("offline", "pause", "--kubeconfig", str(tmp_path / "nonexistent"))
     assert proc.returncode == 2 and "nonexistent" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_an_answer_that_is_not_a_list_is_a_clear_error(tmp_path):
+    """An API server (here a hostile one on loopback) whose TFJob list has ``items`` as a mapping:
+    exit 2 with the reason, never a traceback or exit 3."""
+    import http.server
+    import json
+    import threading
+
+    class Hostile(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"apiVersion": "kubeflow.org/v1", "kind": "TFJobList", "items": {"a": 1}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "x",
+            "clusters": [{"name": "x", "cluster": {"server": f"http://127.0.0.1:{server.server_address[1]}"}}],
+            "users": [{"name": "x", "user": {"token": "t"}}],
+            "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]}))
+        proc = colocate("offline", "pause", "--namespace", "training", "--kubeconfig", str(kubeconfig))
+    finally:
+        server.shutdown()
+    assert proc.returncode == 2 and "did not return a list of items" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

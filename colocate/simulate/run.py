@@ -34,7 +34,7 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
     pools = nodes.read_pools(dist)
     counts = _node_counts(pools, scenario)
     docs = _dist_documents(dist)
-    planned = steps_mod.plan(scenario, docs, cfg.schedule)
+    planned = steps_mod.plan(scenario, docs, cfg.schedule, cfg.file)
     resubmitting = scenario.resubmitter if resubmitter is None else resubmitter
     binaries = toolchain.ensure(cfg, log=log)
     started = time.monotonic()

@@ -57,7 +57,7 @@ class StepReport:
     settled: bool = True
 
 
-def plan(scenario, docs, schedule) -> list[Step]:
+def plan(scenario, docs, schedule, config_file: str = "colocate.yaml") -> list[Step]:
     """The steps a scenario plays: its own list, or the day's 25 hours from the schedule."""
     from colocate.errors import InputError
 
@@ -79,7 +79,7 @@ def plan(scenario, docs, schedule) -> list[Step]:
     if scenario.day is None:
         return []
     if schedule is None:
-        raise InputError("colocate.yaml", "$.schedule", "missing: the day scenario pauses and resumes training at "
+        raise InputError(config_file, "$.schedule", "missing: the day scenario pauses and resumes training at "
                          "the schedule's edges (docs/schedule.md)")
     curves = scenario.day.get("curves") or {}
     spike = scenario.day.get("spike") or {}

@@ -50,7 +50,7 @@ class Build:
 def builds(cfg: config.Config) -> list[Build]:
     sim = cfg.simulation
     if sim is None:
-        raise InputError("colocate.yaml", "$.simulation", "missing: `colocate simulate` needs the versions of the "
+        raise InputError(cfg.file, "$.simulation", "missing: `colocate simulate` needs the versions of the "
                          "components it builds (kubernetes, etcd, kwok, argocd); see docs/simulate.md")
     k8s_version = sim.kubernetes.removeprefix("v")
     major, minor, _ = k8s_version.split(".")

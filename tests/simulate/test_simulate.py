@@ -260,3 +260,17 @@ def test_delete_drill_lists_the_claim_a_deletion_would_take(tmp_path):
     kept = {"PersistentVolumeClaim/training/recsys-train-checkpoints", "PersistentVolumeClaim/training/tf-mnist-dist-checkpoints"}
     assert not kept & set(gone) and "TFJob/training/tf-ps-mode" in gone, gone
     assert survivors() == []
+
+
+def test_a_config_without_what_simulate_needs_is_named(tmp_path):
+    """The --config file, not colocate.yaml, is the one named when its simulation or schedule
+    section is missing."""
+    text = (ROOT / "colocate.yaml").read_text()
+    no_schedule = tmp_path / "no-schedule.yaml"
+    no_schedule.write_text(text[:text.index("schedule:")] + text[text.index("storage:"):])
+    proc = colocate("simulate", str(DIST), "--config", str(no_schedule), "--scenario", "day")
+    assert proc.returncode == 2 and "no-schedule.yaml:$.schedule: missing" in proc.stderr, proc.stderr
+    no_simulation = tmp_path / "no-simulation.yaml"
+    no_simulation.write_text(text[:text.index("simulation:")])
+    proc = colocate("simulate", str(DIST), "--config", str(no_simulation))
+    assert proc.returncode == 2 and "no-simulation.yaml:$.simulation: missing" in proc.stderr, proc.stderr
