@@ -4,6 +4,7 @@ import pytest
 import cdk8s
 
 from colocate.constructs.node_pool import NodePool
+from colocate.model.names import KUBELET_NODE_LABELS
 from colocate.model.pools import KubeletReservations, NodePoolProps, Taint
 from colocate.errors import PropError
 
@@ -82,4 +83,5 @@ def test_a_pool_describes_itself_for_the_checker():
     assert description["kind"] == "NodePool" and description["metadata"] == {"name": "p"}
     assert description["spec"]["nodes"] == 3
     assert description["spec"]["allocatable"]["cpu"] == "7" and description["spec"]["allocatable"]["nvidia.com/gpu"] == "1"
-    assert description["spec"]["labels"] == {"colocate.io/pool": "p", "role": "p"}
+    # The pool's labels, and those every kubelet sets on its Node (COL050 and simulate read them).
+    assert description["spec"]["labels"] == {"colocate.io/pool": "p", "role": "p", **KUBELET_NODE_LABELS}
