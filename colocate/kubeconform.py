@@ -128,6 +128,9 @@ class Validation:
             self._stopped = True
             if self._proc is not None and self._proc.poll() is None:
                 self._proc.kill()
+        # The runner thread's communicate() returns once the killed process is gone and reaps it:
+        # wait for that, so no kubeconform outlives colocate (SIGKILL is not instant under load).
+        self._thread.join(timeout=10)
 
     def wait(self) -> None:
         self._thread.join()
