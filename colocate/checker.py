@@ -458,10 +458,12 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{hint}")
     # kubeconform gets the same files, so a file named twice, or a Helm chart in a folder, is not
     # validated there either.
-    validation = kubeconform.start(list(inputs.files), config.kubernetes_version)
+    validation = None
     # kubeconform takes most of the wall time: parse and run the rules while it works.
     try:
-        phase("start kubeconform")  # inside the try: a Ctrl-C from here on stops kubeconform too
+        # Started inside the try: a Ctrl-C from the moment it runs stops it too.
+        validation = kubeconform.start(list(inputs.files), config.kubernetes_version)
+        phase("start kubeconform")
         tally: list[int] = []
         # A file found in a folder that is not manifests (a CI workflow, a Helm template) is
         # reported on its own and the rest checked, as kubeconform does; one named is bad input.
@@ -491,7 +493,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         kubeconform.unjudged(schema_result, sum(tally))
         phase("wait for kubeconform")
     finally:
-        if validation.poll() is None:
+        if validation is not None and validation.poll() is None:
             validation.kill()
             validation.wait()
     findings, suppressed = _suppress(_schema_result_findings(schema_result, docs, config.kubernetes_version) + rule_findings

@@ -7,9 +7,11 @@ Schemas come from two places:
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
+import signal
 import subprocess
 import threading
 from dataclasses import dataclass, field
@@ -89,15 +91,21 @@ class Validation:
         self._lock = threading.Lock()
         # The first run starts here, so a kubeconform that cannot start is reported at once.
         self._proc = self._popen(batches[0])
-        self._thread = threading.Thread(target=self._run, name="kubeconform", daemon=True)
-        self._thread.start()
+        try:
+            self._thread = threading.Thread(target=self._run, name="kubeconform", daemon=True)
+            self._thread.start()
+        except BaseException:  # Ctrl-C before the caller holds this object: stop kubeconform here
+            self._proc.kill()
+            self._proc.wait()
+            raise
 
     def _popen(self, batch: list[str]) -> subprocess.Popen:
         # "--" ends the options: a file named "-skip=Deployment,x.yaml" is a file, not an option
         # (kubeconform parses its flags with Go's flag package, which stops at "--").
         command = [*self.args, "--", *batch]
         try:
-            return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    preexec_fn=_die_with_colocate)
         except OSError as exc:
             raise ToolMissing(f"{command[0]}: kubeconform did not start: {exc.strerror}; {INSTALL_HINT}") from None
 
@@ -147,6 +155,12 @@ def served_versions(kind: str, kubernetes_version: str) -> list[str]:
     except OSError:
         return []
     return [n[len(prefix):-len(".json")] for n in names if n[len(prefix):-len(".json")].count("-") <= 1]
+
+
+def _die_with_colocate() -> None:
+    """In the child: the kernel kills kubeconform when colocate dies, however it dies (a Ctrl-C
+    between Popen and the try that would stop it included); prctl PR_SET_PDEATHSIG = 1."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
 def _running(pid: int) -> bool:
