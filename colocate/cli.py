@@ -376,7 +376,7 @@ def parser() -> argparse.ArgumentParser:
     k.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     k.set_defaults(func=_capacity)
     o = command("report", help="the co-location headline from a Prometheus: utilisation, P99, preemptions",
-                       description="Ask a Prometheus (HTTP API) for the seed's headline figures: utilisation per "
+                       description="Ask a Prometheus (HTTP API) for the co-location headline figures: utilisation per "
                                    "pool, night against day; P99 against baseline per online service while training "
                                    "ran beside it; training pods preempted; GPU-hours delivered to training.")
     o.add_argument("--prometheus", required=True, help="Prometheus base URL, e.g. http://localhost:9090")

@@ -1,4 +1,4 @@
-"""``colocate report``: the seed's headline from a live Prometheus. Utilisation per pool, night
+"""``colocate report``: the co-location headline from a live Prometheus. Utilisation per pool, night
 against day; P99 against its baseline per service while training ran beside it; preemptions;
 GPU-hours delivered to training. It reads the colocation mixin's recording rules, so the figures
 are the ones the dashboard and the alerts use (docs/report.md)."""

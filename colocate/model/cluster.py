@@ -158,7 +158,7 @@ def reference(config: Config) -> Cluster:
         online_services=(
             OnlineServiceSpec(name="recsys-inference", image=f"{config.registry_host}/ml/recsys-inference:1.0.0",
                               cpu="4", memory="8Gi", gpus=1, port=8080, replicas=2, peak_replicas=12,
-                              # The seed's figure: P99 2.1 ms alone, 2.3 ms co-located with pinning.
+                              # Reference figure: P99 2.1 ms alone, 2.3 ms co-located with pinning.
                               slo=LatencySlo(metric="http_request_duration_seconds", objective_seconds=0.005)),
         ),
     )

@@ -10,7 +10,7 @@ from colocate.errors import PropError
 
 _METRIC = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-#: The seed's operators acted when P99 jitter passed 10%.
+#: Operators act when P99 jitter passes 10%.
 DEFAULT_REGRESSION = 0.10
 
 

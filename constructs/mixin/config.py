@@ -160,7 +160,7 @@ class MixinConfig:
     latency_for: str = "10m"
     #: Days the latency baseline averages, each at the same hour of day.
     baseline_days: int = 7
-    #: Utilisation lines of the seed: idle below 30% before co-location, over 70% after.
+    #: Target utilisation lines: idle below 30% before co-location, over 70% after.
     utilisation_low: float = 0.30
     utilisation_high: float = 0.70
 

@@ -152,7 +152,7 @@ class Dashboards(LatencyGuard):
             dashboard.with_panel(beside)
 
     def _utilisation_rows(self, dashboard: gd.Dashboard, layout: "_Layout", node: str) -> None:
-        """Requested and used share of each pool, hourly, against the seed's 30% and 70% lines; steal
+        """Requested and used share of each pool, hourly, against the 30% and 70% target lines; steal
         and CPU pressure per node of the selected pool."""
         c = self.config
         dashboard.with_row(layout.row("Utilisation per pool by hour"))
@@ -164,7 +164,7 @@ class Dashboards(LatencyGuard):
                 Query(f"sum by (pool) (avg_over_time({requested}[1h]))", "{{pool}} requested"),
                 Query(f"sum by (pool) (avg_over_time({used}[1h]))", "{{pool}} used")], unit="percentunit", width=8,
                 description=f"Share of each pool's allocatable {title}, all PriorityClasses; the lines mark the "
-                            f"seed's {c.utilisation_low:.0%} (before co-location) and {c.utilisation_high:.0%} (after).")
+                            f"targets: {c.utilisation_low:.0%} (before co-location) and {c.utilisation_high:.0%} (after).")
             panel.interval("1h").thresholds(gd.ThresholdsConfig().mode(md.ThresholdsMode.ABSOLUTE).steps([
                 md.Threshold(value=None, color="red"), md.Threshold(value=c.utilisation_low, color="orange"),
                 md.Threshold(value=c.utilisation_high, color="green")])).thresholds_style(

@@ -1,7 +1,7 @@
 """The online latency guard: P99 per service against its own baseline and objective, and the
 training that shares the service's nodes, as recording rules and alerts.
 
-The seed's operators judged co-location by P99 staying flat (2.1 ms -> 2.3 ms) and acted when
+Operators judge co-location by P99 staying flat (reference: 2.1 ms -> 2.3 ms) and acted when
 P99 jitter passed 10% while batch work ran beside the service. So the regression alert needs
 both: P99 above the baseline by the service's tolerated share, and Running training pods on a
 node where one of the service's pods runs (kube-state-metrics pod-to-node info).

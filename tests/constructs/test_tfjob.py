@@ -36,7 +36,7 @@ def replica(objs: dict, role: str) -> dict:
     return objs["TFJob"]["spec"]["tfReplicaSpecs"][role]
 
 
-def test_defaults_from_the_seed_on_every_replica():
+def test_reference_defaults_on_every_replica():
     objs = synth()
     for role in ("Master", "Worker"):
         spec = replica(objs, role)
