@@ -18,6 +18,15 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 TIER_LABEL = "colocate.io/tier"
 #: The extended resource the NVIDIA device plugin advertises.
 GPU = "nvidia.com/gpu"
+#: A container without a GPU request still sees every GPU of its node when its image sets
+#: NVIDIA_VISIBLE_DEVICES=all (CUDA images do) and the node's default runtime is nvidia: the
+#: device plugin's default ``envvar`` strategy only overwrites the variable for containers it
+#: allocates GPUs to (k8s-device-plugin v0.14.5 README, "if you don't request GPUs ...").
+#: ``void`` (or empty) makes the runtime behave as runc, ``none`` mounts the driver but no device
+#: (nvidia-container-toolkit v1.14.6 internal/config/image/devices.go NewVisibleDevices).
+VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
+NO_GPU_VISIBLE = "void"
+NO_GPU_VALUES = frozenset({"void", "none", ""})
 #: Common ``app.kubernetes.io`` labels.
 NAME_LABEL = "app.kubernetes.io/name"
 PART_OF_LABEL = "app.kubernetes.io/part-of"

@@ -1,0 +1,55 @@
+"""Python checks for the GPU rules: what a container on a GPU node can see of the node's GPUs.
+Each takes the Index and its Rule and yields Violations; metadata, message and fix live in
+policies/rules/<id>.yaml.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from colocate.checker import Index, Rule, Violation
+from colocate.manifests import containers
+from colocate.model.names import GPU, NO_GPU_VALUES, VISIBLE_DEVICES_ENV
+
+#: The workload tiers whose pods we judge: platform add-ons (device plugin, DCGM exporter) read
+#: the GPUs on purpose and are not ours to change.
+_TIERS = ("online", "offline")
+
+
+def _requests_gpu(container: dict[str, Any]) -> bool:
+    resources = container.get("resources") or {}
+    return any(GPU in (resources.get(kind) or {}) for kind in ("limits", "requests"))
+
+
+def _visible_devices(container: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """(index, entry) of the container's NVIDIA_VISIBLE_DEVICES, the last one winning as in the
+    kubelet; None when the container does not set it."""
+    found = None
+    for i, entry in enumerate(container.get("env") or []):
+        if isinstance(entry, dict) and entry.get("name") == VISIBLE_DEVICES_ENV:
+            found = (i, entry)
+    return found
+
+
+def gpu_less_containers_hide_gpus(index: Index, rule: Rule) -> Iterator[Violation]:
+    """A container without a GPU request, in a pod a GPU pool admits, sets NVIDIA_VISIBLE_DEVICES
+    to void (or none): its image's own value (all, in CUDA images) would expose every GPU."""
+    gpu_pools = [p for p in index.ctx.pools if p.allocatable.gpus]
+    for tier in _TIERS:
+        for pod in index.pods(tier):
+            pools = [p.name for p in gpu_pools if p.admits(pod.spec)]
+            if not pools:
+                continue
+            for path, container in containers(pod):
+                if _requests_gpu(container):
+                    continue
+                found = _visible_devices(container)
+                if found is None:
+                    yield Violation(pod.doc, f"{path}.env", f"container {container.get('name')!r} requests no "
+                                    f"{GPU} but may run on GPU pool {', '.join(pools)} without {VISIBLE_DEVICES_ENV}")
+                    continue
+                i, entry = found
+                # A value from a ConfigMap or the downward API is the user's to know.
+                if "valueFrom" not in entry and (entry.get("value") or "") not in NO_GPU_VALUES:
+                    yield Violation(pod.doc, f"{path}.env[{i}].value", f"{VISIBLE_DEVICES_ENV}="
+                                    f"{entry.get('value')!r} on container {container.get('name')!r}, which requests "
+                                    f"no {GPU}")
