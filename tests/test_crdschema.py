@@ -259,6 +259,7 @@ def test_generator_reproduces_committed_schemas_byte_for_byte(tmp_path):
         "kubelet.config.k8s.io/kubeletconfiguration_v1beta1.json",
         "kubeadm.k8s.io/joinconfiguration_v1beta3.json",
         "kubeadm.k8s.io/clusterconfiguration_v1beta3.json",
+        "kubeproxy.config.k8s.io/kubeproxyconfiguration_v1alpha1.json",
     }
     assert not any(p.parts[0] == "kubeflow.org" for p in fresh)
 
@@ -311,6 +312,7 @@ KUBELET = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfig
 JOIN = {"apiVersion": "kubeadm.k8s.io/v1beta3", "kind": "JoinConfiguration",
         "discovery": {"file": {"kubeConfigPath": "/etc/kubernetes/discovery.conf"}}}
 CLUSTER = {"apiVersion": "kubeadm.k8s.io/v1beta3", "kind": "ClusterConfiguration"}
+PROXY = {"apiVersion": "kubeproxy.config.k8s.io/v1alpha1", "kind": "KubeProxyConfiguration"}
 
 
 def _external_etcd(**fields) -> dict:
@@ -371,6 +373,28 @@ def _external_etcd(**fields) -> dict:
         ({**CLUSTER, "dns": {"type": "CoreDNS"}}, False),  # v1beta2's field
         ({**CLUSTER, "scheduler": {"extraVolumes": [{"name": "a", "hostPath": "/a", "mountPath": "/a",
                                                       "pathType": "Dir"}]}}, False),
+        # KubeProxyConfiguration: each verdict agrees with kube-proxy v1.28.15 (strict decoding,
+        # then its defaulting and validation on Linux)
+        (PROXY, True),
+        ({**PROXY, "metricsBindAddress": "0.0.0.0"}, True),  # the default port is appended
+        ({**PROXY, "metricsBindAddress": "[::]:10249"}, True),
+        ({**PROXY, "metricsBindAddress": "0.0.0.0:99999"}, False),
+        ({**PROXY, "metricsBindAddress": "localhost:10249"}, False),  # must be an IP
+        ({**PROXY, "healthzBindAddress": "0.0.0.0:0"}, False),
+        ({**PROXY, "bindAddress": "0.0.0.0:1"}, False),
+        ({**PROXY, "mode": "ipvs"}, True),
+        ({**PROXY, "mode": "kernelspace"}, False),  # Windows only
+        ({**PROXY, "mode": "userspace"}, False),  # removed in 1.26
+        ({**PROXY, "detectLocalMode": "nodeCIDR"}, False),
+        ({**PROXY, "oomScoreAdj": -1001}, False),
+        ({**PROXY, "iptables": {"masqueradeBit": 32}}, False),
+        ({**PROXY, "iptables": {"syncPeriod": "-1s"}}, False),
+        ({**PROXY, "conntrack": {"min": -1}}, False),
+        ({**PROXY, "clientConnection": {"burst": -1}}, False),
+        ({**PROXY, "oomScoreAdj": None, "nodePortAddresses": None, "iptables": {"masqueradeBit": None,
+          "localhostNodePorts": None}, "conntrack": {"maxPerCore": None, "min": None,
+          "tcpEstablishedTimeout": None, "tcpCloseWaitTimeout": None}, "ipvs": {"excludeCIDRs": None}}, True),
+        ({**PROXY, "conntrack": {"tcpCloseWaitTimeout": 3600}}, False),  # a Duration is a string
     ],
 )
 def test_handwritten_config_schemas(doc, valid):
@@ -378,6 +402,7 @@ def test_handwritten_config_schemas(doc, valid):
         "KubeletConfiguration": SCHEMA_DIR / "kubelet.config.k8s.io" / "kubeletconfiguration_v1beta1.json",
         "JoinConfiguration": SCHEMA_DIR / "kubeadm.k8s.io" / "joinconfiguration_v1beta3.json",
         "ClusterConfiguration": SCHEMA_DIR / "kubeadm.k8s.io" / "clusterconfiguration_v1beta3.json",
+        "KubeProxyConfiguration": SCHEMA_DIR / "kubeproxy.config.k8s.io" / "kubeproxyconfiguration_v1alpha1.json",
     }[doc["kind"]].read_text())
     assert jsonschema.Draft7Validator(schema).is_valid(doc) is valid
 
@@ -448,6 +473,9 @@ INVALID = {
     "joinconfiguration-v1beta4-args.yaml": "at '/nodeRegistration/kubeletExtraArgs': got array, want object",
     "clusterconfiguration-unknown-field.yaml": "additional properties 'controllerManger' not allowed",
     "clusterconfiguration-v1beta4-args.yaml": "at '/scheduler/extraArgs': got array, want object",
+    "kubeproxyconfiguration-unknown-field.yaml": "additional properties 'metricsBindAdress' not allowed",
+    "kubeproxyconfiguration-oomscoreadj-string.yaml": "at '/oomScoreAdj': got string, want null or integer",
+    "kubeproxyconfiguration-metrics-no-host.yaml": "at '/metricsBindAddress': ':10249' does not match pattern",
     "deployment-unknown-field.yaml": "additional properties 'resource' not allowed",
 }
 
@@ -464,9 +492,9 @@ def test_kubeconform_rejects_each_invalid_fixture(kubeconform_args):
 
 
 def test_colocate_check_takes_a_kubeadm_control_plane_file_as_it_is(capsys):
-    """ClusterConfiguration is no API object (NON_API_KINDS): no metadata or namespace findings,
-    and kubeconform holds it to its schema."""
+    """ClusterConfiguration and KubeProxyConfiguration are no API objects (NON_API_KINDS): no
+    metadata or namespace findings, and kubeconform holds both documents to their schemas."""
     code = cli.main(["check", "--format", "json", str(FIXTURES / "valid" / "kubeadm-control-plane.yaml")])
     result = json.loads(capsys.readouterr().out)
     assert (code, result["findings"]) == (0, []), result
-    assert result["kubeconform"] == {"valid": 1, "invalid": 0, "errors": 0, "skipped": 0}
+    assert result["kubeconform"] == {"valid": 2, "invalid": 0, "errors": 0, "skipped": 0}
