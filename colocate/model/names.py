@@ -141,6 +141,13 @@ SEVERITIES = (CRITICAL, WARNING, INFO)
 
 # --- kube-prometheus-stack ----------------------------------------------------------------------
 KPS_CHART = "kube-prometheus-stack"
+#: kubeadm's and kube-proxy's configuration APIs (Kubernetes 1.28), and the metrics ports
+#: kube-prometheus-stack 55.5.1 scrapes: kubeEtcd.service.port 2381 (kubeadm's EtcdMetricsPort),
+#: kubeProxy.service.port 10249 (ports.ProxyStatusPort).
+KUBEADM_API_VERSION = "kubeadm.k8s.io/v1beta3"
+KUBE_PROXY_API_VERSION = "kubeproxy.config.k8s.io/v1alpha1"
+ETCD_METRICS_PORT = 2381
+KUBE_PROXY_METRICS_PORT = 10249
 #: templates/_helpers.tpl truncates the chart's fullname to 26 characters.
 _KPS_FULLNAME_MAX = 26
 
