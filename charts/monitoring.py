@@ -50,7 +50,7 @@ def stack(cluster: Cluster, config: Config, pools: dict[str, NodePool]) -> kps.K
     receivers = ReceiverSecret(s.name, s.paging_url_key, s.chat_url_key, s.chat_token_key)
     return kps.KubePrometheusStack(kps.KubePrometheusStackProps(
         release=cluster.prometheus_release, namespace=cluster.monitoring_namespace,
-        grafana_admin_secret=m.grafana_admin_secret, storage_class=config.shared_storage_class,
+        grafana_admin_secret=m.grafana_admin_secret, storage_class=m.storage_class,
         storage_size=m.storage_size, retention=m.retention, monitor_labels=cluster.monitor_labels,
         pool_labels=monitoring.labels, pool_taints=tuple(monitoring.props.taints),
         community_dashboards=COMMUNITY_DASHBOARDS,

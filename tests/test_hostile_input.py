@@ -705,6 +705,13 @@ def test_config_errors_name_the_file_and_key_in_synth(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_prometheus_on_the_shared_nfs_class_is_refused_naming_the_key(tmp_path):
+    nfs = _config_with(tmp_path, lambda d: d["monitoring"].__setitem__("storageClass", d["storage"]["sharedClass"]))
+    proc = ran(colocate("--config", str(nfs), "synth", "--outdir", "out", cwd=tmp_path), 2)
+    assert f"{nfs}:$.monitoring.storageClass" in proc.stderr and "NFS" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_yaml_boolean_where_a_name_belongs_gets_a_quote_it_hint(tmp_path):
     write(tmp_path / "jobs" / "yes.yaml", "name: yes\nimage: harbor.example.com/ml/x:1\nroles:\n  Worker: {cpu: 1, memory: 1Gi}\n")
     proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)

@@ -109,3 +109,42 @@ def control_plane_metrics_reachable(index: Index, rule: Rule) -> Iterator[Violat
                 shown = f"{value!r}" if value is not None else f"unset, so the default {default!r}"
                 yield Violation(doc, path, f"{shown}: Prometheus scrapes {key} on the node's address, so {alert} "
                                 "fires for ever")
+
+
+#: Provisioners of shared (network) file systems: nfs-subdir-external-provisioner (its default
+#: name and the chart's), the NFS CSI driver, CephFS, EFS and Azure Files.
+_SHARED_FS_PROVISIONERS = frozenset({
+    "k8s-sigs.io/nfs-subdir-external-provisioner", "cluster.local/nfs-subdir-external-provisioner",
+    "nfs.csi.k8s.io", "cephfs.csi.ceph.com", "efs.csi.aws.com", "file.csi.azure.com", "kubernetes.io/nfs",
+})
+
+
+def _tsdb_claims(index: Index) -> Iterator[tuple[Doc, str, dict]]:
+    """(Application, field path, claim spec) of the Prometheus TSDB volume in every
+    kube-prometheus-stack Application's values."""
+    for doc in index.of_kind("Application"):
+        source = (doc.obj.get("spec") or {}).get("source") or {}
+        if source.get("chart") != KPS_CHART:
+            continue
+        values = (source.get("helm") or {}).get("valuesObject") or {}
+        storage = ((values.get("prometheus") or {}).get("prometheusSpec") or {}).get("storageSpec") or {}
+        yield (doc, "spec.source.helm.valuesObject.prometheus.prometheusSpec.storageSpec.volumeClaimTemplate.spec",
+               ((storage.get("volumeClaimTemplate") or {}).get("spec")) or {})
+
+
+def tsdb_not_on_shared_filesystem(index: Index, rule: Rule) -> Iterator[Violation]:
+    """The Prometheus TSDB claim is not on NFS or another shared file system: not the configured
+    ReadWriteMany class, not a class of a shared-file-system provisioner, not ReadWriteMany."""
+    shared = {d.name: d.obj.get("provisioner") for d in index.of_kind("StorageClass")
+              if d.obj.get("provisioner") in _SHARED_FS_PROVISIONERS}
+    for doc, path, spec in _tsdb_claims(index):
+        name = spec.get("storageClassName")
+        modes = spec.get("accessModes") or []
+        if name and name == index.ctx.shared_storage_class:
+            yield Violation(doc, f"{path}.storageClassName", f"{name!r} is colocate.yaml's storage.sharedClass, the "
+                            "ReadWriteMany (NFS) class")
+        elif name in shared:
+            yield Violation(doc, f"{path}.storageClassName", f"StorageClass {name!r} is provisioned by {shared[name]}, "
+                            "a shared file system")
+        elif "ReadWriteMany" in modes:
+            yield Violation(doc, f"{path}.accessModes", "ReadWriteMany asks for a shared file system")
