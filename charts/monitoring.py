@@ -47,7 +47,7 @@ def stack(cluster: Cluster, config: Config, pools: dict[str, NodePool]) -> kps.K
     m = config.monitoring
     monitoring = pools[cluster.monitoring_pool]
     s = m.alertmanager_secret
-    receivers = ReceiverSecret(s.name, s.paging_url_key, s.chat_url_key, s.chat_token_key)
+    receivers = ReceiverSecret(s.name, s.paging_url_key, s.chat_url_key, s.chat_token_key, s.heartbeat_url_key)
     return kps.KubePrometheusStack(kps.KubePrometheusStackProps(
         release=cluster.prometheus_release, namespace=cluster.monitoring_namespace,
         grafana_admin_secret=m.grafana_admin_secret, storage_class=m.storage_class,

@@ -46,6 +46,8 @@ class AlertmanagerSecret:
     chat_url_key: str = "chat-url"
     #: None: the chat webhook takes no token.
     chat_token_key: str | None = "chat-token"
+    #: None: no dead man's switch; the Watchdog alert goes nowhere.
+    heartbeat_url_key: str | None = "heartbeat-url"
 
 
 @dataclass(frozen=True)
@@ -316,7 +318,8 @@ def _monitoring_class(data: dict, file: str) -> str:
 
 
 def _alertmanager_secret(data: dict) -> AlertmanagerSecret:
-    keys = {"pagingURLKey": "paging_url_key", "chatURLKey": "chat_url_key", "chatTokenKey": "chat_token_key"}
+    keys = {"pagingURLKey": "paging_url_key", "chatURLKey": "chat_url_key", "chatTokenKey": "chat_token_key",
+            "heartbeatURLKey": "heartbeat_url_key"}
     return AlertmanagerSecret(name=data["name"], **{field: data[key] for key, field in keys.items() if key in data})
 
 
