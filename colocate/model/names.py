@@ -122,6 +122,10 @@ TFJOB_CLEAN_POD_POLICY = "All"
 #: names it ``<metricNamePrefix>_<name>`` (pkg/customresourcestate/registry_factory.go fullName, v2.10.1).
 TFJOB_METRIC_PREFIX, TFJOB_CONDITION_METRIC_NAME = "kube_tfjob", "status_condition"
 TFJOB_CONDITION_METRIC = f"{TFJOB_METRIC_PREFIX}_{TFJOB_CONDITION_METRIC_NAME}"
+#: One series per annotation key of a TFJob, labelled ``annotation``: the resubmitter's
+#: disruption annotation tells a job failed by a disruption from one that failed on its own.
+TFJOB_ANNOTATION_METRIC_NAME, TFJOB_ANNOTATION_LABEL = "annotation", "annotation"
+TFJOB_ANNOTATION_METRIC = f"{TFJOB_METRIC_PREFIX}_{TFJOB_ANNOTATION_METRIC_NAME}"
 #: Its labels besides namespace: the TFJob's name and the condition type.
 TFJOB_NAME_METRIC_LABEL, TFJOB_CONDITION_LABEL = "tfjob", "type"
 

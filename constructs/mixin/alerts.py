@@ -20,6 +20,8 @@ class Alerts(LatencyGuard):
         not_ready = (f'sum by (namespace, pod) (max by (namespace, pod) ({sel("kube_pod_status_phase", ksm, not_training, re_("phase", "Pending|Unknown|Failed"))})'
                      f' * on (namespace, pod) group_left (owner_kind) topk by (namespace, pod) '
                      f'(1, max by (namespace, pod, owner_kind) ({sel("kube_pod_owner", ksm, ne_value("owner_kind", "Job"))})))')
+        disrupted = (f"max by (namespace, {c.tfjob_label}) "
+                     f"({sel(c.tfjob_annotation_metric, ksm, ns, eq(c.tfjob_annotation_label, c.disruption_annotation))})")
         gpu_util = sel("DCGM_FI_DEV_GPU_UTIL", self._dcgm)
         idle_gpus = self._per_gpu(f"avg_over_time({gpu_util}[5m])")
         mixed_nodes = f'max by (node) ({sel("kube_node_labels", ksm, eq(c.pool_label, c.mixed_pool))})'
@@ -70,7 +72,11 @@ class Alerts(LatencyGuard):
                         "or ExitCode restart until backoffLimit."),
             # The Failed condition, not training_operator_jobs_failed_total: v1.7.0 does not count a
             # failure through the backoff limit or deadline (constructs/mixin/tfjob_state.py).
-            _alert("ColocateTFJobFailed", self.tfjob_condition(eq(c.tfjob_condition_label, "Failed")), "0m",
+            # Not a job a disruption failed: the resubmitter re-creates it (or gives up, with its
+            # own alert), so telling chat each time training gives way would be noise.
+            _alert("ColocateTFJobFailed",
+                   f"{self.tfjob_condition(eq(c.tfjob_condition_label, 'Failed'))}"
+                   f" unless on (namespace, {c.tfjob_label}) {disrupted}", "0m",
                    summary="TFJob failed.",
                    description=f"TFJob {{{{ $labels.namespace }}}}/{{{{ $labels.{c.tfjob_label} }}}} is Failed; the alert "
                                "lasts until the TFJob is deleted or its file removed from jobs/.",

@@ -21,7 +21,7 @@ from typing import Any
 
 from colocate import promql
 from colocate.model.slo import LatencySlo
-from colocate.model.names import (DCGM_EXPORTER_JOB, GIVEN_UP_METRIC, MAX_MEMORY_BURST, NAME_LABEL, POOL_LABEL,
+from colocate.model.names import (DISRUPTION_ANNOTATION, TFJOB_ANNOTATION_LABEL, TFJOB_ANNOTATION_METRIC, DCGM_EXPORTER_JOB, GIVEN_UP_METRIC, MAX_MEMORY_BURST, NAME_LABEL, POOL_LABEL,
                                   RESUBMISSIONS_METRIC, RESUBMITTER, TF_CONTAINER, TFJOB_CONDITION_LABEL,
                                   TFJOB_CONDITION_METRIC, TFJOB_NAME_METRIC_LABEL, TRAINING_OPERATOR_JOB)
 
@@ -116,6 +116,11 @@ class MixinConfig:
     tfjob_condition_metric: str = TFJOB_CONDITION_METRIC
     tfjob_label: str = TFJOB_NAME_METRIC_LABEL
     tfjob_condition_label: str = TFJOB_CONDITION_LABEL
+    #: TFJob annotation keys from kube-state-metrics, and the key the resubmitter writes when a
+    #: disruption takes a job's pod (docs/resubmission.md).
+    tfjob_annotation_metric: str = TFJOB_ANNOTATION_METRIC
+    tfjob_annotation_label: str = TFJOB_ANNOTATION_LABEL
+    disruption_annotation: str = DISRUPTION_ANNOTATION
     #: How far a training memory limit may exceed the request (the TFJob construct's bound).
     max_memory_burst: int = MAX_MEMORY_BURST
     #: kube-state-metrics label of the ``colocate.io/pool`` node label (needs the allowlist).
