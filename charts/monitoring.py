@@ -39,6 +39,7 @@ def stack(cluster: Cluster, config: Config, pools: dict[str, NodePool]) -> kps.K
     monitoring = pools[cluster.monitoring_pool]
     s = m.alertmanager_secret
     receivers = ReceiverSecret(s.name, s.paging_url_key, s.chat_url_key, s.chat_token_key, s.heartbeat_url_key)
+    mixin_config = MixinConfig.from_cluster(cluster)
     return kps.KubePrometheusStack(kps.KubePrometheusStackProps(
         release=cluster.prometheus_release, namespace=cluster.monitoring_namespace,
         grafana_admin_secret=m.grafana_admin_secret, storage_class=m.storage_class,
@@ -50,9 +51,11 @@ def stack(cluster: Cluster, config: Config, pools: dict[str, NodePool]) -> kps.K
         ksm_custom_resource_state=tfjob_state.ksm_config(), ksm_rbac_rules=tfjob_state.ksm_rbac_rules(),
         # It fires on training pods Pending for 15 minutes (preemption makes that normal);
         # the mixin's ColocatePodNotReady is the same alert minus the training namespace.
-        disabled_default_rules=("KubePodNotReady",),
+        # Its DaemonSet alerts fire on the pre-pull DaemonSet whenever training fills a node;
+        # the mixin's ColocateDaemonSet* are the same alerts minus its namespace.
+        disabled_default_rules=("KubePodNotReady", *(name for name, _ in mixin_config.daemonset_alerts)),
         # Routed by the severities the mixin's alerts carry (constructs/mixin/routing.py).
-        alertmanager_config=ColocationMixin(MixinConfig.from_cluster(cluster)).alertmanager_config(receivers),
+        alertmanager_config=ColocationMixin(mixin_config).alertmanager_config(receivers),
         alertmanager_secrets=(s.name,),
     ))
 

@@ -59,6 +59,10 @@ def ne_value(label: str, value: str) -> str:
     return f'{label}!="{value}"'
 
 
+def nre(label: str, value: str) -> str:
+    return f'{label}!~"{value}"'
+
+
 def ne(label: str) -> str:
     return f'{label}!=""'
 
@@ -89,6 +93,9 @@ class MixinConfig:
     online_priority_class: str
     #: PriorityClass of offline pods.
     offline_priority_class: str
+    #: Namespace of the training-image pre-pull DaemonSet (``cluster.prepull_namespace``): its
+    #: pods run at the lowest priority, so the first preemption victims, Pending by design.
+    prepull_namespace: str = "image-prepull"
     #: kube-state-metrics as KPS 55.5.1 scrapes it.
     ksm_selector: str = 'job="kube-state-metrics"'
     #: node-exporter: KPS sets the job label to ``node-exporter``.
@@ -134,6 +141,11 @@ class MixinConfig:
     #: How long any other pod may stay not ready (kube-prometheus-stack's KubePodNotReady, which
     #: we replace because it would fire on training pods at 15 minutes).
     not_ready_for: str = "15m"
+    #: kube-prometheus-stack 55.5.1's DaemonSet alerts (rules-1.14/kubernetes-apps.yaml), which we
+    #: replace because they would fire on the pre-pull DaemonSet whenever training fills a node:
+    #: (chart alert, its ``for``).
+    daemonset_alerts: tuple[tuple[str, str], ...] = (("KubeDaemonSetRolloutStuck", "15m"),
+                                                      ("KubeDaemonSetNotScheduled", "10m"))
     #: GPU utilisation (percent, 5-minute average) below which a GPU counts as idle, and for how long.
     gpu_idle_percent: int = 10
     gpu_idle_for: str = "15m"
@@ -172,6 +184,7 @@ class MixinConfig:
     @classmethod
     def from_cluster(cls, cluster: Any) -> "MixinConfig":
         return cls(training_namespace=cluster.training_namespace, mixed_pool=cluster.mixed_pool,
+                   prepull_namespace=cluster.prepull_namespace,
                    online_priority_class=cluster.tier("online").name,
                    offline_priority_class=cluster.tier("offline").name,
                    online_slos=tuple(ServiceSlo(s.name, cluster.online_namespace, s.slo)
