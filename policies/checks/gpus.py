@@ -53,3 +53,36 @@ def gpu_less_containers_hide_gpus(index: Index, rule: Rule) -> Iterator[Violatio
                     yield Violation(pod.doc, f"{path}.env[{i}].value", f"{VISIBLE_DEVICES_ENV}="
                                     f"{entry.get('value')!r} on container {container.get('name')!r}, which requests "
                                     f"no {GPU}")
+
+
+#: The device plugin's chart and image (NVIDIA/k8s-device-plugin v0.14.5).
+_PLUGIN_CHART = "nvidia-device-plugin"
+_PLUGIN_IMAGE = "k8s-device-plugin"
+
+
+def _pass_device_specs(container: dict[str, Any]) -> bool:
+    return any(isinstance(e, dict) and e.get("name") == "PASS_DEVICE_SPECS" and str(e.get("value")).lower() == "true"
+               for e in container.get("env") or [])
+
+
+def device_plugin_passes_device_specs(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Where a GPU pool runs the static CPU manager, the device plugin passes device specs: the
+    chart's compatWithCPUManager in an Application, PASS_DEVICE_SPECS=true in a workload."""
+    static = sorted(p.name for p in index.ctx.pools if p.allocatable.gpus and p.static_cpu)
+    if not static:
+        return
+    pools = ", ".join(static)
+    for doc in index.of_kind("Application"):
+        source = (doc.obj.get("spec") or {}).get("source") or {}
+        if source.get("chart") != _PLUGIN_CHART:
+            continue
+        values = (source.get("helm") or {}).get("valuesObject") or {}
+        if values.get("compatWithCPUManager") is not True:
+            yield Violation(doc, "spec.source.helm.valuesObject.compatWithCPUManager",
+                            f"{values.get('compatWithCPUManager')!r}, while GPU pool {pools} runs the static CPU manager")
+    for pod in index.pods():
+        for path, container in containers(pod):
+            image = str(container.get("image") or "")
+            if _PLUGIN_IMAGE in image.rsplit("/", 1)[-1] and not _pass_device_specs(container):
+                yield Violation(pod.doc, f"{path}.env", f"{image} without PASS_DEVICE_SPECS=true, while GPU pool "
+                                f"{pools} runs the static CPU manager")
