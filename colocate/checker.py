@@ -17,8 +17,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-import jsonschema
-
 from colocate import config as config_mod, kubeconform, manifests
 from colocate.model.cluster import Cluster, reference
 from colocate.model.names import IGNORE_ANNOTATION, TIER_LABEL
@@ -253,6 +251,8 @@ _REQUIRED = re.compile(r"^'([^']+)' is a required property")
 
 
 def _schema_findings(rule: Rule, ctx: Context, index: Index) -> Iterator[Violation]:
+    import jsonschema  # here: a check answered from the cache never needs it (0.1 s to import)
+
     validator = jsonschema.Draft202012Validator(_fill(rule.schema, ctx.values))
     if rule.target == "PodSpec":
         targets: Iterable[tuple[Doc, str, Any]] = ((p.doc, p.path, p.spec) for p in index.pods(rule.scope))

@@ -112,6 +112,12 @@ class Doc(ObjectView):
     def is_api_object(self) -> bool:
         return self.kind not in NON_API_KINDS
 
+    @_Stored
+    def json_size(self) -> int:
+        """Bytes of the object as compact JSON (what client-side apply's annotation and etcd
+        store); computed once, as two rules ask it of every object."""
+        return len(json.dumps(self.obj, separators=(",", ":")))
+
     @property
     def namespaced(self) -> bool:
         return self.is_api_object and self.kind not in CLUSTER_SCOPED_KINDS
@@ -686,6 +692,9 @@ def containers(pod: PodSpec) -> Iterator[tuple[str, dict[str, Any]]]:
 
 class _LineLoader(_Base):  # type: ignore[valid-type,misc]
     """Composes nodes for their lines only: no tag is resolved (keys are compared as written)."""
+
+    descend_resolver = staticmethod(slice)  # as _Loader: no path resolvers, nothing to do
+    ascend_resolver = staticmethod(tuple)
 
     def resolve(self, kind, value, implicit):
         return ""

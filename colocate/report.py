@@ -25,8 +25,11 @@ def escape(text: str) -> str:
     character (ESC, BEL, new lines, bidi overrides, zero-width) as a ``\\xNN``/``\\uNNNN``
     escape, and a leading ``::`` (a GitHub Actions workflow command, which the runner
     recognises at the start of a line) with its first colon escaped."""
-    out = "".join(ch if unicodedata.category(ch) not in ("Cc", "Cf") and ch not in "\u2028\u2029" else
-                  (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}") for ch in text)
+    # str.isprintable() is False for every Cc and Cf character and for U+2028/U+2029 (and some
+    # that stay as they are below): the per-character pass only for text that holds one.
+    out = text if text.isprintable() else "".join(
+        ch if unicodedata.category(ch) not in ("Cc", "Cf") and ch not in "\u2028\u2029" else
+        (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}") for ch in text)
     stripped = out.lstrip()
     if stripped.startswith("::"):
         out = out[:len(out) - len(stripped)] + "\\x3a" + stripped[1:]
