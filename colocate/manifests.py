@@ -554,6 +554,10 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+#: For callers that build many containers themselves (the verdict cache reading its entries).
+collector_paused = _collector_paused
+
+
 def kubeconform_resources(obj: dict[str, Any]) -> int:
     """How many resources kubeconform v0.7.0 validates for one top-level document: the items of
     a ``kind: List`` one by one (an ``items`` that is not an array gives none), anything else,

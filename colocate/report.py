@@ -8,7 +8,6 @@ import os
 import sys
 import unicodedata
 from collections import Counter
-from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
@@ -101,8 +100,8 @@ def to_json(result: CheckResult) -> str:
         "summary": {"objects": result.objects, "rules": len(result.rules), "errors": len(result.errors),
                     "warnings": len(result.findings) - len(result.errors), "suppressed": len(result.suppressed)},
         "kubeconform": {"valid": k.valid, "invalid": k.invalid, "errors": k.errors, "skipped": k.skipped},
-        "findings": [asdict(f) for f in result.findings],
-        "suppressed": [{**asdict(f), "reason": reason} for f, reason in result.suppressed],
+        "findings": [dict(f.__dict__) for f in result.findings],
+        "suppressed": [{**f.__dict__, "reason": reason} for f, reason in result.suppressed],
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
