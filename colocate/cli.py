@@ -377,10 +377,11 @@ def parser() -> argparse.ArgumentParser:
                         "(repeat for more); hidden folders are left out unless named")
     c.add_argument("--timings", action="store_true",
                    help="print the seconds each phase and rule took to stderr, slowest first, and what the cache did")
-    c.add_argument("--cache", metavar="DIR",
+    caching = c.add_mutually_exclusive_group()
+    caching.add_argument("--cache", metavar="DIR",
                    help="folder of the verdict cache, which CI can save and restore (default: "
                         "$XDG_CACHE_HOME/colocate/check, else ~/.cache/colocate/check; docs/check-cache.md)")
-    c.add_argument("--no-cache", action="store_true",
+    caching.add_argument("--no-cache", action="store_true",
                    help="check everything afresh; read and write no cache")
     c.set_defaults(func=_check)
     d = command("diff", help="what a change to dist/ does to the cluster, per Argo CD Application",
