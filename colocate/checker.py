@@ -401,13 +401,21 @@ def _with_field_lines(findings: list[Finding], known: dict[tuple[str, int, str],
                 wanted.setdefault(f.file, []).append(i)
             else:
                 out[i] = replace(f, field_line=line)
+    # The collector paused across files, not per document: each re-enabling scanned the nodes
+    # just composed (0.3 s of 1,450 documents); they have no cycles and go with each file.
+    with manifests.collector_paused():
+        _field_lines_into(out, findings, wanted, known)
+    return out
+
+
+def _field_lines_into(out: list[Finding], findings: list[Finding], wanted: dict[str, list[int]],
+                      known: dict[tuple[str, int, str], int] | None) -> None:
     for file, indexes in wanted.items():
         lines = manifests.field_lines(Path(file), [(findings[i].line, findings[i].field) for i in indexes])
         for i, line in zip(indexes, lines):
             out[i] = replace(findings[i], field_line=line)
             if known is not None:
                 known[(file, findings[i].line, findings[i].field)] = line
-    return out
 
 
 def cluster_pools(docs: list[Doc], cluster: Path | None) -> tuple[tuple[PoolFacts, ...], str]:
