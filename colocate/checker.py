@@ -872,6 +872,12 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
     result = CheckResult(findings, schema_result, len(docs), [r.filled(ctx.values) for r in rules], suppressed)
 
     if keep:
+        # A file edited while it was checked: what was parsed (and what kubeconform read) may not
+        # be the bytes its key was made from; then neither it nor the whole result is kept.
+        moved = {str(f) for f, key in zip(inputs.files, keys) if str(f) not in entries and key is not None
+                 and verdict_cache.file_key(env, f, str(f) in named) != key}
+        keep = not moved
+    if keep:
         new_lines: dict[str, list[tuple[int, str, int]]] = {}
         for (f, line, name), at in known.items():
             new_lines.setdefault(f, []).append((line, name, at))

@@ -152,9 +152,10 @@ def _decode(data: bytes, kind: str, key: str) -> Any:
 
 # --- the environment ---------------------------------------------------------------------------
 
-def _tree_digest(roots: Iterable[Path]) -> str:
-    """Every file under the folders (names and bytes), caches and hidden files left out."""
-    h = hashlib.blake2b(digest_size=20)
+def _tree_files(roots: Iterable[Path]) -> list[tuple[str, str]]:
+    """(path, path relative to its root) of every file under the folders, caches and hidden
+    files left out, in a stable order."""
+    out = []
     seen: set[str] = set()
     for root in roots:
         root = root.resolve()
@@ -164,15 +165,38 @@ def _tree_digest(roots: Iterable[Path]) -> str:
         for top, dirs, names in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
             for name in sorted(names):
-                if name.startswith(".") or name.endswith((".pyc", ".pyo")):
-                    continue
-                path = os.path.join(top, name)
-                try:
-                    data = Path(path).read_bytes()
-                except OSError:
-                    data = b"\0unreadable"
-                h.update(_hash(os.path.relpath(path, root), data).encode())
-    return h.hexdigest()
+                if not name.startswith(".") and not name.endswith((".pyc", ".pyo")):
+                    path = os.path.join(top, name)
+                    out.append((path, os.path.relpath(path, root)))
+    return out
+
+
+def _tree_digest(store: Store, roots: Iterable[Path]) -> str:
+    """The names and bytes of every file under the folders (colocate's code, rules and schemas),
+    remembered by their stat signatures: a checkout CI restores the cache into has other times
+    and reads the bytes once."""
+    files = _tree_files(roots)
+    signature = hashlib.blake2b(digest_size=20)
+    for path, rel in files:
+        try:
+            st = os.stat(path)
+            signature.update(f"{path}\0{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_dev}\n".encode())
+        except OSError:
+            signature.update(f"{path}\0missing\n".encode())
+    memo_key = _hash("tree", signature.hexdigest())
+    known = store.get("stat", memo_key)
+    if isinstance(known, str):
+        return known
+    h = hashlib.blake2b(digest_size=20)
+    for path, rel in files:
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            data = b"\0unreadable"
+        h.update(_hash(rel, data).encode())
+    digest = h.hexdigest()
+    store.put("stat", memo_key, digest)
+    return digest
 
 
 def _file_digest(store: Store, path: Path) -> str:
@@ -241,7 +265,7 @@ def environment(store: Store, config_file: Path, cluster: Path | None, exclude: 
     pool_files = sorted(pools.rglob("*")) if pools.is_dir() else [pools]
     return _hash(
         "environment", str(FORMAT), sys.version, colocate.__version__,
-        _tree_digest([package, policies]),
+        _tree_digest(store, [package, policies]),
         binary, _file_digest(store, Path(binary)) if binary else "",
         _kubernetes_validate(),
         str(config_file.resolve()) if config_file else "", _read(config_file) if config_file else b"",
