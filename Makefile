@@ -49,7 +49,7 @@ simulate: bootstrap
 cdk8s-synth: bootstrap
 	npx --no cdk8s synth --no-check-upgrade $(ARGS)
 
-# Synth + check of N generated jobs, then check alone against its floor and checkov 3.3.30
+# Synth + check of N generated jobs, then check (cold, one file changed, unchanged) against its floor and checkov 3.3.30
 # (scripts/bench_check.py installs checkov into .bench/ on first use), and colocate simulate warm
 # (scripts/bench_simulate.py). Figures, not tests.
 bench: bootstrap

@@ -17,8 +17,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-import jsonschema
-
 from colocate import config as config_mod, kubeconform, manifests
 from colocate.model.cluster import Cluster, reference
 from colocate.model.names import IGNORE_ANNOTATION, TIER_LABEL
@@ -185,6 +183,8 @@ class CheckResult:
     rules: list[Rule] = field(default_factory=list)
     #: Findings an object's colocate.io/ignore annotation silenced, with the reason given.
     suppressed: list[tuple[Finding, str]] = field(default_factory=list)
+    #: What the verdict cache did, for --timings ("" without a cache).
+    cache: str = ""
 
     @property
     def errors(self) -> list[Finding]:
@@ -249,6 +249,30 @@ def _context(cluster: Cluster, docs: list[Doc], min_argocd_version: tuple[int, i
                    shared_storage_class=shared_storage_class)
 
 
+#: Python checks that judge each object on its own, given the context (namespace tiers, node
+#: pools, settings): their findings on a file depend on that file alone, so the verdict cache
+#: keeps them per file. Every other check reads other objects too (quotas, PriorityClasses,
+#: PromQL recording rules, Applications...) and is run over all objects whenever any file
+#: changed. A check missing here is only slower with the cache, never wrong.
+LOCAL_CHECKS = frozenset({
+    "platform.online_guaranteed", "platform.online_integer_cpu", "platform.namespaced_without_namespace",
+    "platform.image_from_mirror", "platform.image_reference", "hygiene.suppression_reason",
+    "capacity.pod_fits_a_pool", "training.gpu_in_limits", "training.tfjob_offline_namespace",
+    "training.tfjob_checkpoint_volume", "training.tfjob_memory_burst", "training.tfjob_grace_period",
+    "gitops.deletion_protection", "gitops.argocd_field_version", "gitops.too_big_for_etcd",
+    "api.request_above_limit", "api.selector_matches_template", "api.annotations_size", "api.data_size",
+    "api.duplicate_names", "security.privileged_container", "security.host_namespaces",
+    "security.host_path_volume", "security.added_capabilities", "security.image_pinned",
+    "security.secret_in_manifests", "security.rbac_wildcards", "nodes.static_cpu_reserved",
+    "nodes.kubelet_node_labels", "nodes.eviction_defaults",
+})
+
+
+def judges_alone(rule: Rule) -> bool:
+    """The rule's findings on an object depend on that object and the context only."""
+    return rule.schema is not None or rule.check in LOCAL_CHECKS
+
+
 #: The rule that reports a suppression without a reason; it cannot itself be suppressed.
 SUPPRESSION_RULE_ID = "COL010"
 
@@ -256,6 +280,8 @@ _REQUIRED = re.compile(r"^'([^']+)' is a required property")
 
 
 def _schema_findings(rule: Rule, ctx: Context, index: Index) -> Iterator[Violation]:
+    import jsonschema  # here: a check answered from the cache never needs it (0.1 s to import)
+
     validator = jsonschema.Draft202012Validator(_fill(rule.schema, ctx.values))
     if rule.target == "PodSpec":
         targets: Iterable[tuple[Doc, str, Any]] = ((p.doc, p.path, p.spec) for p in index.pods(rule.scope))
@@ -365,18 +391,34 @@ def _schema_result_findings(result: kubeconform.Result, docs: list[Doc], kuberne
     return findings
 
 
-def _with_field_lines(findings: list[Finding]) -> list[Finding]:
-    """Each finding with the line of its field, reading again only the files that have findings."""
+def _with_field_lines(findings: list[Finding], known: dict[tuple[str, int, str], int] | None = None) -> list[Finding]:
+    """Each finding with the line of its field, reading again only the files that have findings
+    whose line ``known`` (file, object line, field -> line; the cache's) does not hold. Lines
+    found are added to ``known``."""
     wanted: dict[str, list[int]] = {}
+    out = list(findings)
     for i, f in enumerate(findings):
         if f.field and f.line:
-            wanted.setdefault(f.file, []).append(i)
-    out = list(findings)
+            line = known.get((f.file, f.line, f.field)) if known is not None else None
+            if line is None:
+                wanted.setdefault(f.file, []).append(i)
+            else:
+                out[i] = replace(f, field_line=line)
+    # The collector paused across files, not per document: each re-enabling scanned the nodes
+    # just composed (0.3 s of 1,450 documents); they have no cycles and go with each file.
+    with manifests.collector_paused():
+        _field_lines_into(out, findings, wanted, known)
+    return out
+
+
+def _field_lines_into(out: list[Finding], findings: list[Finding], wanted: dict[str, list[int]],
+                      known: dict[tuple[str, int, str], int] | None) -> None:
     for file, indexes in wanted.items():
         lines = manifests.field_lines(Path(file), [(findings[i].line, findings[i].field) for i in indexes])
         for i, line in zip(indexes, lines):
             out[i] = replace(findings[i], field_line=line)
-    return out
+            if known is not None:
+                known[(file, findings[i].line, findings[i].field)] = line
 
 
 def cluster_pools(docs: list[Doc], cluster: Path | None) -> tuple[tuple[PoolFacts, ...], str]:
@@ -443,9 +485,10 @@ def described_rules(config_path: Path | None = None) -> tuple[Rule, ...]:
 
 
 def check(paths: list[Path], config_path: Path | None = None, cluster: Path | None = None,
-          timings: Timings | None = None, exclude: Iterable[str] = ()) -> CheckResult:
+          timings: Timings | None = None, exclude: Iterable[str] = (), cache: Path | None = None) -> CheckResult:
     """Validate manifests. Raises ColocateError for unusable input (exit 2). ``timings``, when
-    given, receives the seconds of each phase and rule (``check --timings``)."""
+    given, receives the seconds of each phase and rule (``check --timings``). ``cache``: the
+    folder of the verdict cache (docs/check-cache.md); None checks everything afresh."""
     clock = [time.perf_counter()]
 
     def phase(name: str) -> None:
@@ -454,6 +497,11 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
             timings.append((name, now - clock[0]))
         clock[0] = now
 
+    if cache is not None:
+        try:
+            return _check_cached(paths, config_path, cluster, timings, tuple(exclude), cache, phase, clock)
+        finally:
+            gc.unfreeze()
     config = config_mod.load(config_path) if config_path else config_mod.load()
     inputs = manifests.find(paths, exclude)  # an unknown path is bad input before any tool starts
     if not inputs.files:
@@ -502,11 +550,18 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
     findings, suppressed = _suppress(_schema_result_findings(schema_result, docs, config.kubernetes_version) + rule_findings
                                      + _skipped_findings(inputs.skipped) + _unusable_findings(unusable), docs)
     findings = _with_field_lines(findings)
-    suppressed = list(zip(_with_field_lines([f for f, _ in suppressed]), (reason for _, reason in suppressed)))
-    findings.sort(key=lambda f: (f.file, f.line, f.field_line, f.rule, f.field))
+    suppressed = sorted(zip(_with_field_lines([f for f, _ in suppressed]), (reason for _, reason in suppressed)),
+                        key=lambda s: (_order(s[0]), s[1]))
+    findings.sort(key=_order)
     phase("field lines, suppressions, sort")
     gc.unfreeze()
     return CheckResult(findings, schema_result, len(docs), [r.filled(ctx.values) for r in rules], suppressed)
+
+
+def _order(f: Finding) -> tuple:
+    """Findings by file, line, field line, rule and field; the rest only breaks ties, so the order
+    is the same whether the findings were computed in one pass or taken from the cache."""
+    return (f.file, f.line, f.field_line, f.rule, f.field, f.message, f.severity, f.kind, f.namespace, f.name, f.fix)
 
 
 def _unusable_findings(unusable: list[tuple[Path, InputError]]) -> list[Finding]:
@@ -540,12 +595,323 @@ def _parse(files: Iterable[Path], tally: list[int] | None = None,
     of containers that live until the check ends, without cycles, and every full collection
     during the rules would rescan them all. :func:`check` unfreezes them when done (after an
     exception, the next check does)."""
-    if unusable is None:
-        docs = manifests.load_files(files, tally)
-    else:
-        docs = manifests.load_files(files, tally, unusable)
-        for path, exc in unusable:
-            if str(path) in named:
-                raise exc
-    gc.freeze()
+    with manifests.collector_paused():
+        if unusable is None:
+            docs = manifests.load_files(files, tally)
+        else:
+            docs = manifests.load_files(files, tally, unusable)
+        # Frozen before the collector is back: its first collection would otherwise scan every
+        # object just made (0.3 s for 10,000 objects).
+        gc.freeze()
+    for path, exc in unusable or ():
+        if str(path) in named:
+            raise exc
     return docs
+
+
+# --- the verdict cache (docs/check-cache.md) ----------------------------------------------------
+
+def _load_config(config_path: Path | None) -> config_mod.Config:
+    return config_mod.load(config_path) if config_path else config_mod.load()
+
+
+def _row(f: Finding) -> list:
+    return [f.rule, f.severity, f.file, f.line, f.kind, f.namespace, f.name, f.field, f.message, f.fix, f.field_line]
+
+
+_ROW_TYPES = (str, str, str, int, str, str, str, str, str, str, int)
+
+
+def _finding(row: Any) -> Finding:
+    """A finding from a cache entry; ValueError when the entry does not hold one."""
+    if not isinstance(row, list) or len(row) != len(_ROW_TYPES) or \
+            not all(type(v) is t for v, t in zip(row, _ROW_TYPES)):
+        raise ValueError("not a finding")
+    return Finding(*row)
+
+
+def _kubeconform_part(value: Any) -> tuple[int, int, int, list[dict]]:
+    if not isinstance(value, list) or len(value) != 4 or not all(type(v) is int and v >= 0 for v in value[:3]) \
+            or not isinstance(value[3], list) or not all(isinstance(r, dict) for r in value[3]):
+        raise ValueError("not a kubeconform verdict")
+    return value[0], value[1], value[2], value[3]
+
+
+@dataclass
+class _Entry:
+    """One checked file as the cache keeps it."""
+
+    docs: list[Doc]
+    tally: int
+    unusable: tuple[str, str] | None
+    kubeconform: tuple[int, int, int, list[dict]]
+    local_context: str
+    local: list[Finding]
+    lines: list[tuple[int, str, int]]
+
+
+def _entry(file: str, value: Any) -> _Entry | None:
+    """A file entry read back, or None when it does not have the shape written (never trusted)."""
+    if value is None:
+        return None
+    try:
+        docs = value["docs"]
+        if not isinstance(docs, list):
+            raise ValueError
+        made = []
+        for item in docs:
+            if not isinstance(item, list) or len(item) != 2 or type(item[0]) is not int or not isinstance(item[1], dict) \
+                    or not isinstance(item[1].get("kind"), str) or not isinstance(item[1].get("apiVersion"), str):
+                raise ValueError
+            made.append(Doc(file, item[0], item[1]))
+        unusable = value["unusable"]
+        if unusable is not None and (not isinstance(unusable, list) or len(unusable) != 2
+                                     or not all(isinstance(v, str) for v in unusable)):
+            raise ValueError
+        context, local = value["local"]
+        lines = value["lines"]
+        sizes = value["sizes"]
+        if not isinstance(sizes, list) or len(sizes) != len(made):
+            raise ValueError
+        for doc, size in zip(made, sizes):
+            if type(size) is int:  # what Doc.json_size computes, kept so that COL303 needs no JSON
+                doc.__dict__["json_size"] = size
+            elif size is not None:
+                raise ValueError
+        if type(value["tally"]) is not int or not isinstance(context, str) or not isinstance(lines, list) or \
+                not all(isinstance(x, list) and len(x) == 3 and type(x[0]) is int and type(x[1]) is str
+                        and type(x[2]) is int for x in lines):
+            raise ValueError
+        local_findings = [_finding(row) for row in local]
+        if any(f.file != file for f in local_findings):
+            raise ValueError
+        return _Entry(made, value["tally"], tuple(unusable) if unusable else None,
+                      _kubeconform_part(value["kubeconform"]), context, local_findings,
+                      [tuple(x) for x in lines])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _whole(value: Any) -> CheckResult | None:
+    """A whole result read back, or None when it does not have the shape written."""
+    if value is None:
+        return None
+    try:
+        findings = [_finding(row) for row in value["findings"]]
+        suppressed = []
+        for row, reason in value["suppressed"]:
+            if not isinstance(reason, str):
+                raise ValueError
+            suppressed.append((_finding(row), reason))
+        valid, invalid, errors, skipped, resources = value["kubeconform"]
+        _kubeconform_part([valid, invalid, errors, resources])
+        rules = []
+        for data in value["rules"]:
+            if not isinstance(data, dict):
+                raise ValueError
+            rules.append(Rule(**{**data, "kinds": tuple(data["kinds"])}))
+        if type(value["objects"]) is not int or type(skipped) is not int:
+            raise ValueError
+        return CheckResult(findings, kubeconform.Result(valid, invalid, errors, skipped, resources), value["objects"],
+                           rules, suppressed)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _split_verdict(result: kubeconform.Result, tallies: dict[str, int]) -> dict[str, tuple[int, int, int, list[dict]]] | None:
+    """kubeconform's verdict on several files, per file; None when it does not add up (then
+    nothing of it is kept)."""
+    by_file: dict[str, list[dict]] = {file: [] for file in tallies}
+    for res in result.resources:
+        file = res.get("filename")
+        if file not in by_file:
+            return None
+        by_file[file].append(res)
+    parts = {}
+    for file, resources in by_file.items():
+        invalid = sum(r.get("status") == "statusInvalid" for r in resources)
+        errors = sum(r.get("status") == "statusError" for r in resources)
+        if invalid + errors != len(resources) or invalid + errors > tallies[file]:
+            return None
+        parts[file] = (tallies[file] - invalid - errors, invalid, errors, resources)
+    if result.skipped or sum(p[0] for p in parts.values()) != result.valid or \
+            sum(p[1] for p in parts.values()) != result.invalid or sum(p[2] for p in parts.values()) != result.errors:
+        return None
+    return parts
+
+
+def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | None, timings: Timings | None,
+                  exclude: tuple[str, ...], folder: Path, phase: Callable[[str], None], clock: list[float]) -> CheckResult:
+    """:func:`check` through the verdict cache: the same result, computing only what changed."""
+    from colocate import verdict_cache
+
+    try:
+        inputs = manifests.find(paths, exclude)
+    except InputError:
+        _load_config(config_path)  # a bad configuration is said first, as without the cache
+        raise
+    if not inputs.files:
+        _load_config(config_path)
+        hint = "".join(f"; {s.path}: {s.reason} ({s.hint})" for s in inputs.skipped)
+        raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{hint}")
+    store = verdict_cache.Store(folder)
+    env = verdict_cache.environment(store, config_path or config_mod.default_path(), cluster, exclude)
+    named = {str(p) for p in paths if not p.is_dir()}
+    files = [str(f) for f in inputs.files]
+    keys = [verdict_cache.file_key(env, f, str(f) in named) for f in inputs.files]
+    tree = verdict_cache.tree_key(env, keys, inputs.skipped)
+    phase("cache: keys")
+    if tree is not None:
+        value = store.get("tree", tree)
+        whole = _whole(value)
+        if value is not None and whole is None:
+            store.reject()
+        if whole is not None:
+            phase("cache: whole result")
+            return replace(whole, cache=f"{folder}: unchanged, the whole result reused ({len(files)} files)")
+
+    config = _load_config(config_path)
+    entries: dict[str, _Entry] = {}
+    with manifests.collector_paused():
+        for file, key in zip(files, keys):
+            value = store.get("file", key) if key else None
+            entry = _entry(file, value)
+            if entry is not None:
+                entries[file] = entry
+            elif value is not None:
+                store.reject()
+        gc.freeze()  # as _parse: the objects read live until the end, and have no cycles
+    fresh = [f for f in inputs.files if str(f) not in entries]
+    phase("cache: read file entries")
+
+    validation = None
+    by_file: dict[str, list[Doc]] = {}
+    tallies: dict[str, int] = {}
+    unusable: list[tuple[Path, InputError]] = []
+    try:
+        if fresh:
+            validation = kubeconform.start(fresh, config.kubernetes_version)
+        phase("start kubeconform")
+        with manifests.collector_paused():
+            for path in fresh:
+                tally: list[int] = []
+                bad: list[tuple[Path, InputError]] = []
+                by_file[str(path)] = manifests.load_files([path], tally, bad)
+                tallies[str(path)] = tally[0]
+                if bad and str(path) in named:
+                    raise bad[0][1]
+                unusable += bad
+            gc.freeze()
+        for path in inputs.files:
+            entry = entries.get(str(path))
+            if entry is not None:
+                by_file[str(path)] = entry.docs
+                if entry.unusable:
+                    unusable.append((path, InputError(str(path), *entry.unusable)))
+        position = {f: i for i, f in enumerate(files)}
+        unusable.sort(key=lambda u: position[str(u[0])])
+        docs = [doc for file in files for doc in by_file[file]]
+        if not docs:
+            said = "".join(f"; {exc}" for _, exc in unusable[:3])
+            raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{said}")
+        left_out = {str(p) for p, _ in unusable}
+        if validation is not None and left_out & set(tallies):
+            validation.kill()
+            validation.wait()
+            rest = [f for f in fresh if str(f) not in left_out]
+            validation = kubeconform.start(rest, config.kubernetes_version) if rest else None
+        for file in left_out:
+            tallies.pop(file, None)
+        phase("parse YAML")
+        rules = load_rules()
+        ctx = _context(reference(config), docs, config.gitops.min_argocd_version,
+                       config.registry_host, config.registry_proxy_projects)
+        ctx.pools, ctx.pools_source = cluster_pools(docs, cluster)
+        ctx.rules = tuple(rules)
+        context = verdict_cache.context_key(sorted(ctx.online_namespaces), sorted(ctx.offline_namespaces),
+                                            ctx.min_argocd_version, ctx.registry_host, sorted(ctx.proxied_registries),
+                                            ctx.pools, ctx.pools_source)
+        alone = [r for r in rules if judges_alone(r)]
+        joined = [r for r in rules if not judges_alone(r)]
+        stale = [f for f in files if f not in entries or entries[f].local_context != context]
+        phase("load rules and context")
+        local: dict[str, list[Finding]] = {f: entries[f].local for f in files if f not in stale}
+        stale_docs = [doc for f in stale for doc in by_file[f]]
+        for f in stale:
+            local[f] = []
+        for finding in evaluate(alone, Index(stale_docs, ctx), timings) if stale_docs else ():
+            local[finding.file].append(finding)
+        rule_findings = [f for file in files for f in local[file]] + evaluate(joined, Index(docs, ctx), timings)
+        clock[0] = time.perf_counter()
+        parts: dict[str, tuple[int, int, int, list[dict]]] | None = {}
+        if validation is not None:
+            fresh_result = kubeconform.wait(validation)
+            kubeconform.unjudged(fresh_result, sum(tallies.values()))
+            parts = _split_verdict(fresh_result, tallies)
+        phase("wait for kubeconform")
+    finally:
+        if validation is not None and validation.poll() is None:
+            validation.kill()
+            validation.wait()
+    if parts is None:  # kubeconform's verdict could not be split by file: keep none of this run
+        keep = False
+        verdicts = [entries[f].kubeconform for f in files if f in entries and not entries[f].unusable]
+        verdicts.append((fresh_result.valid, fresh_result.invalid, fresh_result.errors, fresh_result.resources))
+    else:
+        keep = True
+        verdicts = [entries[f].kubeconform if f in entries else parts[f] for f in files
+                    if f in parts or (f in entries and not entries[f].unusable)]
+    schema_result = kubeconform.Result(sum(v[0] for v in verdicts), sum(v[1] for v in verdicts),
+                                       sum(v[2] for v in verdicts), 0, [r for v in verdicts for r in v[3]])
+    findings, suppressed = _suppress(_schema_result_findings(schema_result, docs, config.kubernetes_version) + rule_findings
+                                     + _skipped_findings(inputs.skipped) + _unusable_findings(unusable), docs)
+    known = {(f, line, name): at for f, entry in entries.items() for line, name, at in entry.lines}
+    before = len(known)
+    findings = _with_field_lines(findings, known)
+    suppressed = sorted(zip(_with_field_lines([f for f, _ in suppressed], known), (reason for _, reason in suppressed)),
+                        key=lambda s: (_order(s[0]), s[1]))
+    findings.sort(key=_order)
+    phase("field lines, suppressions, sort")
+    result = CheckResult(findings, schema_result, len(docs), [r.filled(ctx.values) for r in rules], suppressed)
+
+    if keep:
+        # A file edited while it was checked: what was parsed (and what kubeconform read) may not
+        # be the bytes its key was made from; then neither it nor the whole result is kept.
+        moved = {str(f) for f, key in zip(inputs.files, keys) if str(f) not in entries and key is not None
+                 and verdict_cache.file_key(env, f, str(f) in named) != key}
+        keep = not moved
+    if keep:
+        new_lines: dict[str, list[tuple[int, str, int]]] = {}
+        for (f, line, name), at in known.items():
+            new_lines.setdefault(f, []).append((line, name, at))
+        grew = {f for f, found in new_lines.items() if f in entries and len(found) != len(entries[f].lines)}
+        unusable_by_file = {str(p): exc for p, exc in unusable}
+        for file, key in zip(files, keys):
+            if key is None or (file in entries and file not in stale and file not in grew):
+                continue
+            exc = unusable_by_file.get(file)
+            store.put("file", key, {
+                "docs": [[d.line, d.obj] for d in by_file[file]],
+                "sizes": [d.__dict__.get("json_size") for d in by_file[file]],
+                "tally": tallies.get(file, entries[file].tally if file in entries else 0),
+                "unusable": [exc.where, exc.reason] if exc else None,
+                "kubeconform": list(entries[file].kubeconform if file in entries else parts.get(file, (0, 0, 0, []))),
+                "local": [context, [_row(f) for f in local[file]]],
+                "lines": sorted(new_lines.get(file, ())),
+            })
+        if tree is not None:
+            store.put("tree", tree, {
+                "findings": [_row(f) for f in result.findings],
+                "suppressed": [[_row(f), reason] for f, reason in result.suppressed],
+                "kubeconform": [schema_result.valid, schema_result.invalid, schema_result.errors, schema_result.skipped,
+                                schema_result.resources],
+                "objects": result.objects,
+                "rules": [{**r.__dict__, "kinds": list(r.kinds)} for r in result.rules],
+            })
+    phase("cache: write")
+    stats = store.stats
+    result.cache = (f"{folder}: {len(files) - len(fresh)} of {len(files)} files reused, {len(fresh)} read afresh; "
+                    f"per-object rules on {len(stale)} files, cross-object rules on all {len(docs)} objects; "
+                    f"{stats.ignored} entries ignored (corrupt or foreign), {stats.writes} written"
+                    + (f", {stats.write_errors} not writable" if stats.write_errors else ""))
+    return result

@@ -103,10 +103,12 @@ def _check(args: argparse.Namespace) -> int:
         return _explain(args.explain, Path(args.config) if args.config else None)
     paths = [Path(p) for p in args.paths] if args.paths else [_default_dist()]
     timings: checker.Timings | None = [] if args.timings else None
+    cache = _cache_folder(args)
     with _stdin_as_file(paths) as (paths, stdin_file):
         try:
             result = checker.check(paths, Path(args.config) if args.config else _outside_config(),
-                                   Path(args.cluster) if args.cluster else None, timings, args.exclude)
+                                   Path(args.cluster) if args.cluster else None, timings, args.exclude,
+                                   cache if stdin_file is None else None)
         except InputError as exc:
             if stdin_file is not None and exc.file == str(stdin_file):
                 raise InputError("-", exc.where, exc.reason) from None
@@ -116,12 +118,29 @@ def _check(args: argparse.Namespace) -> int:
     if timings is not None:
         for name, seconds in sorted(timings, key=lambda t: -t[1]):
             print(f"{seconds:8.3f} s  {name}", file=sys.stderr)
+        print(f"cache: {result.cache or 'not used (--no-cache, or standard input)'}", file=sys.stderr)
     if args.format == "text":
         sys.stdout.write(report.to_text(result, colour=report.use_colour(sys.stdout)))
     else:
         sys.stdout.write(report.FORMATS[args.format](result))
     failing = result.findings if args.fail_on == "warning" else result.errors
     return EXIT_FINDINGS if failing else EXIT_OK
+
+
+def _cache_folder(args: argparse.Namespace) -> Path | None:
+    """The verdict cache's folder (--cache, else the user's cache folder); None with --no-cache.
+    A --cache that cannot be one is bad input, said before anything is read or written."""
+    from colocate import verdict_cache
+
+    if args.no_cache:
+        return None
+    if args.cache is None:
+        return verdict_cache.default_dir()
+    folder = Path(args.cache)
+    problem = verdict_cache.usable_dir(folder)
+    if problem:
+        raise InputError(args.cache, "", f"--cache cannot be the verdict cache's folder: {problem}")
+    return folder
 
 
 @contextlib.contextmanager
@@ -357,7 +376,13 @@ def parser() -> argparse.ArgumentParser:
                    help="in checked folders, leave out paths (relative to the folder) or names matching GLOB "
                         "(repeat for more); hidden folders are left out unless named")
     c.add_argument("--timings", action="store_true",
-                   help="print the seconds each phase and rule took to stderr, slowest first")
+                   help="print the seconds each phase and rule took to stderr, slowest first, and what the cache did")
+    caching = c.add_mutually_exclusive_group()
+    caching.add_argument("--cache", metavar="DIR",
+                   help="folder of the verdict cache, which CI can save and restore (default: "
+                        "$XDG_CACHE_HOME/colocate/check, else ~/.cache/colocate/check; docs/check-cache.md)")
+    caching.add_argument("--no-cache", action="store_true",
+                   help="check everything afresh; read and write no cache")
     c.set_defaults(func=_check)
     d = command("diff", help="what a change to dist/ does to the cluster, per Argo CD Application",
                        description="Compare dist/ at two git revisions: objects added, removed and changed, "

@@ -11,10 +11,12 @@ import zoneinfo
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-import jsonschema
 import yaml
+
+if TYPE_CHECKING:
+    import jsonschema
 
 from colocate.errors import InputError
 from colocate.model.scheduling import ImageRef
@@ -217,6 +219,8 @@ def validate(data: object, schema: dict, file: str) -> None:
     """Raise InputError listing every schema violation (unknown keys first, with a did-you-mean),
     each with its JSON path and, where the schema explains a form (``errorMessage``, the
     ajv-errors keyword, else ``description``), that explanation instead of a regular expression."""
+    import jsonschema  # here: `colocate check` answered from its cache validates nothing
+
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data),
                     key=lambda e: (e.validator != "additionalProperties", list(map(str, e.absolute_path)), e.message))

@@ -114,6 +114,12 @@ class Doc(ObjectView):
     def is_api_object(self) -> bool:
         return self.kind not in NON_API_KINDS
 
+    @_Stored
+    def json_size(self) -> int:
+        """Bytes of the object as compact JSON (what client-side apply's annotation and etcd
+        store); computed once, as two rules ask it of every object."""
+        return len(json.dumps(self.obj, separators=(",", ":")))
+
     @property
     def namespaced(self) -> bool:
         return self.is_api_object and self.kind not in CLUSTER_SCOPED_KINDS
@@ -550,6 +556,10 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+#: For callers that build many containers themselves (the verdict cache reading its entries).
+collector_paused = _collector_paused
+
+
 def kubeconform_resources(obj: dict[str, Any]) -> int:
     """How many resources kubeconform v0.7.0 validates for one top-level document: the items of
     a ``kind: List`` one by one (an ``items`` that is not an array gives none), anything else,
@@ -688,6 +698,9 @@ def containers(pod: PodSpec) -> Iterator[tuple[str, dict[str, Any]]]:
 
 class _LineLoader(_Base):  # type: ignore[valid-type,misc]
     """Composes nodes for their lines only: no tag is resolved (keys are compared as written)."""
+
+    descend_resolver = staticmethod(slice)  # as _Loader: no path resolvers, nothing to do
+    ascend_resolver = staticmethod(tuple)
 
     def resolve(self, kind, value, implicit):
         return ""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
@@ -17,6 +18,17 @@ _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n
 
 def parse(value: str | int | float) -> Decimal:
     """Return the quantity as a Decimal in base units (cores, bytes, devices)."""
+    if type(value) in (str, int, float):  # the same few spellings, in every pod of a tree
+        return _parsed(value)
+    return _parse(value)
+
+
+@lru_cache(maxsize=4096, typed=True)
+def _parsed(value: str | int | float) -> Decimal:
+    return _parse(value)
+
+
+def _parse(value: str | int | float) -> Decimal:
     text = str(value).strip()
     match = _QUANTITY.match(text)
     if not match:

@@ -8,7 +8,6 @@ import os
 import sys
 import unicodedata
 from collections import Counter
-from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
@@ -25,8 +24,11 @@ def escape(text: str) -> str:
     character (ESC, BEL, new lines, bidi overrides, zero-width) as a ``\\xNN``/``\\uNNNN``
     escape, and a leading ``::`` (a GitHub Actions workflow command, which the runner
     recognises at the start of a line) with its first colon escaped."""
-    out = "".join(ch if unicodedata.category(ch) not in ("Cc", "Cf") and ch not in "\u2028\u2029" else
-                  (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}") for ch in text)
+    # str.isprintable() is False for every Cc and Cf character and for U+2028/U+2029 (and some
+    # that stay as they are below): the per-character pass only for text that holds one.
+    out = text if text.isprintable() else "".join(
+        ch if unicodedata.category(ch) not in ("Cc", "Cf") and ch not in "\u2028\u2029" else
+        (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}") for ch in text)
     stripped = out.lstrip()
     if stripped.startswith("::"):
         out = out[:len(out) - len(stripped)] + "\\x3a" + stripped[1:]
@@ -98,8 +100,8 @@ def to_json(result: CheckResult) -> str:
         "summary": {"objects": result.objects, "rules": len(result.rules), "errors": len(result.errors),
                     "warnings": len(result.findings) - len(result.errors), "suppressed": len(result.suppressed)},
         "kubeconform": {"valid": k.valid, "invalid": k.invalid, "errors": k.errors, "skipped": k.skipped},
-        "findings": [asdict(f) for f in result.findings],
-        "suppressed": [{**asdict(f), "reason": reason} for f, reason in result.suppressed],
+        "findings": [dict(f.__dict__) for f in result.findings],
+        "suppressed": [{**f.__dict__, "reason": reason} for f, reason in result.suppressed],
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 

@@ -1,7 +1,6 @@
 """GitOps checks: what Argo CD would delete, and what it must not."""
 from __future__ import annotations
 
-import json
 from pathlib import PurePath
 from typing import Any, Iterator
 
@@ -118,7 +117,7 @@ def too_big_for_client_side_apply(index: Index, rule: Rule) -> Iterator[Violatio
     """Objects whose JSON does not fit the last-applied annotation, synced without server-side apply."""
     apps = _application_paths(index)
     for doc in index.api_objects():
-        size = len(json.dumps(doc.obj, separators=(",", ":")))
+        size = doc.json_size
         if size <= ANNOTATIONS_LIMIT or SERVER_SIDE_APPLY in sync_options(doc.metadata):
             continue
         folder = PurePath(doc.file).parent.as_posix()
@@ -180,7 +179,7 @@ ETCD_MAX_REQUEST_BYTES = 3 * 1024 * 1024 // 2
 def too_big_for_etcd(index: Index, rule: Rule) -> Iterator[Violation]:
     """Objects whose JSON alone exceeds etcd's request limit: no apply mode stores them."""
     for doc in index.api_objects():
-        size = len(json.dumps(doc.obj, separators=(",", ":")))
+        size = doc.json_size
         if size > ETCD_MAX_REQUEST_BYTES:
             yield Violation(doc, "metadata.name", f"the object is {size} bytes of JSON; etcd stores at most "
                             f"{ETCD_MAX_REQUEST_BYTES} bytes per request, server-side apply included")

@@ -1,0 +1,294 @@
+"""The verdict cache of ``colocate check`` (docs/check-cache.md).
+
+Two kinds of entry, each a file named by its key:
+
+* **file**: one checked file's objects (as parsed), kubeconform's verdict on them, the findings
+  of the rules that judge each object on its own (under the context they were judged in) and
+  the lines of the fields findings named. Key: the environment (below), the file's path as
+  given and its bytes.
+* **tree**: a whole result, cross-object rules included. Key: the environment, every checked
+  file's key in order, and the folders left out.
+
+The environment is everything else a verdict depends on: the cache format, Python, colocate's
+own code, rules and schemas (every file of the package), the kubeconform binary (its bytes),
+kubernetes-validate's schemas (its installed file list with their hashes), the configuration
+file's bytes, the NodePool descriptions the capacity rules may read (--cluster, else the
+repository's dist/nodes/), the working folder and the --exclude patterns.
+
+An entry is JSON behind a header (magic, format, BLAKE2b of the body) and holds its own key: a
+truncated, corrupt or foreign entry (another key, another format, not JSON of the expected
+shape) is ignored and recomputed, never trusted. Entries are written to a temporary file and
+renamed into place (os.replace), so concurrent runs never read a partial entry.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+#: Changes whenever an entry's layout does: older entries are then never read.
+FORMAT = 1
+MAGIC = b"colocate-check-cache %d\n" % FORMAT
+_DIGEST = 32
+
+
+def default_dir() -> Path:
+    """``$XDG_CACHE_HOME/colocate/check``, else ``~/.cache/colocate/check``."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "colocate" / "check"
+
+
+def usable_dir(path: Path) -> str | None:
+    """Why ``path`` cannot hold the cache (an existing non-folder, an unwritable folder), or None.
+    Touches nothing: a folder that does not exist yet is made on the first write."""
+    if os.path.lexists(path) and not path.is_dir():
+        return "exists and is not a folder"
+    probe = path
+    while not os.path.lexists(probe) and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable"
+    return None
+
+
+def _hash(*parts: bytes | str) -> str:
+    h = hashlib.blake2b(digest_size=20)
+    for part in parts:
+        data = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+@dataclass
+class Stats:
+    """What the cache did in one run, for ``check --timings``."""
+
+    hits: int = 0
+    misses: int = 0
+    ignored: int = 0
+    writes: int = 0
+    write_errors: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class Store:
+    """Entries under ``root``/v<FORMAT>/<kind>/<first two hex digits>/<key>."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.stats = Stats()
+
+    def _path(self, kind: str, key: str) -> Path:
+        return self.root / f"v{FORMAT}" / kind / key[:2] / key
+
+    def get(self, kind: str, key: str) -> Any:
+        """The entry's value, or None when there is none or it cannot be trusted."""
+        try:
+            data = self._path(kind, key).read_bytes()
+        except OSError:
+            self.stats.misses += 1
+            return None
+        value = _decode(data, kind, key)
+        if value is None:
+            self.stats.ignored += 1
+        else:
+            self.stats.hits += 1
+        return value
+
+    def reject(self) -> None:
+        """The entry last read whole has not the shape its reader expects: ignored after all."""
+        self.stats.hits -= 1
+        self.stats.ignored += 1
+
+    def put(self, kind: str, key: str, value: Any) -> None:
+        """Write an entry atomically; a cache that cannot be written is counted, never an error."""
+        body = json.dumps([kind, key, value], separators=(",", ":"), ensure_ascii=False).encode("utf-8",
+                                                                                               "surrogatepass")
+        data = MAGIC + hashlib.blake2b(body, digest_size=_DIGEST).hexdigest().encode() + b"\n" + body
+        path = self._path(kind, key)
+        tmp = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.replace(tmp, path)
+            tmp = None
+            self.stats.writes += 1
+        except (OSError, ValueError):
+            self.stats.write_errors += 1
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+
+
+def _decode(data: bytes, kind: str, key: str) -> Any:
+    if not data.startswith(MAGIC):
+        return None
+    rest = data[len(MAGIC):]
+    digest, newline, body = rest.partition(b"\n")
+    if not newline or digest != hashlib.blake2b(body, digest_size=_DIGEST).hexdigest().encode():
+        return None
+    try:
+        stored_kind, stored_key, value = json.loads(body)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    if stored_kind != kind or stored_key != key:
+        return None
+    return value
+
+
+# --- the environment ---------------------------------------------------------------------------
+
+def _tree_files(roots: Iterable[Path]) -> list[tuple[str, str]]:
+    """(path, path relative to its root) of every file under the folders, caches and hidden
+    files left out, in a stable order."""
+    out = []
+    seen: set[str] = set()
+    for root in roots:
+        root = root.resolve()
+        if str(root) in seen or not root.is_dir():
+            continue
+        seen.add(str(root))
+        for top, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+            for name in sorted(names):
+                if not name.startswith(".") and not name.endswith((".pyc", ".pyo")):
+                    path = os.path.join(top, name)
+                    out.append((path, os.path.relpath(path, root)))
+    return out
+
+
+def _tree_digest(store: Store, roots: Iterable[Path]) -> str:
+    """The names and bytes of every file under the folders (colocate's code, rules and schemas),
+    remembered by their stat signatures: a checkout CI restores the cache into has other times
+    and reads the bytes once."""
+    files = _tree_files(roots)
+    signature = hashlib.blake2b(digest_size=20)
+    for path, rel in files:
+        try:
+            st = os.stat(path)
+            signature.update(f"{path}\0{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_dev}\n".encode())
+        except OSError:
+            signature.update(f"{path}\0missing\n".encode())
+    memo_key = _hash("tree", signature.hexdigest())
+    known = store.get("stat", memo_key)
+    if isinstance(known, str):
+        return known
+    h = hashlib.blake2b(digest_size=20)
+    for path, rel in files:
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            data = b"\0unreadable"
+        h.update(_hash(rel, data).encode())
+    digest = h.hexdigest()
+    store.put("stat", memo_key, digest)
+    return digest
+
+
+def _file_digest(store: Store, path: Path) -> str:
+    """The bytes' digest of a large file (kubeconform), remembered by its stat signature."""
+    try:
+        st = path.stat()
+    except OSError:
+        return "missing"
+    memo_key = _hash("binary", str(path.resolve()), str(st.st_size), str(st.st_mtime_ns), str(st.st_ino),
+                     str(st.st_dev))
+    known = store.get("stat", memo_key)
+    if isinstance(known, str):
+        return known
+    h = hashlib.blake2b(digest_size=20)
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    store.put("stat", memo_key, digest)
+    return digest
+
+
+def _kubernetes_validate() -> str:
+    """kubernetes-validate's installed files and their hashes (its RECORD), which the core
+    schemas kubeconform reads are copied from; else the name, size and time of each schema."""
+    import importlib.util
+
+    # Found, not imported: importing kubernetes_validate takes 0.15 s.
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec is None or not spec.origin:
+        return "absent"
+    package = Path(spec.origin).resolve().parent
+    schemas = package / "kubernetes-json-schema"
+    for record in sorted(package.parent.glob("kubernetes_validate-*.dist-info/RECORD")):
+        try:
+            return _hash("record", record.read_bytes())
+        except OSError:
+            break
+    h = hashlib.blake2b(digest_size=20)
+    for path in sorted(schemas.rglob("*.json")):
+        st = path.stat()
+        h.update(f"{path.relative_to(schemas)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        return f"\0unreadable: {exc.errno}".encode()
+
+
+def environment(store: Store, config_file: Path, cluster: Path | None, exclude: Iterable[str]) -> str:
+    """The key part every entry shares (module docstring)."""
+    import colocate
+    from colocate import kubeconform
+    from colocate.resources import data_path, repository
+
+    package = Path(colocate.__file__).resolve().parent
+    policies = data_path("colocate.policies", "rules").parent
+    try:
+        binary = kubeconform.binary()
+    except kubeconform.ToolMissing:
+        binary = ""
+    pools = cluster if cluster is not None else repository() / "dist" / "nodes"
+    pool_files = sorted(pools.rglob("*")) if pools.is_dir() else [pools]
+    return _hash(
+        "environment", str(FORMAT), sys.version, colocate.__version__,
+        _tree_digest(store, [package, policies]),
+        binary, _file_digest(store, Path(binary)) if binary else "",
+        _kubernetes_validate(),
+        str(config_file.resolve()) if config_file else "", _read(config_file) if config_file else b"",
+        str(pools), *(_hash(str(p), _read(p)) for p in pool_files if not p.is_dir()),
+        os.getcwd(), str(repository()), "\0".join(exclude),
+    )
+
+
+def file_key(env: str, path: Path, named: bool) -> str | None:
+    """A checked file's key: None when it cannot be read (the check then reports it)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return _hash("file", env, str(path), "named" if named else "found", data)
+
+
+def tree_key(env: str, file_keys: list[str | None], skipped: Iterable[Any]) -> str | None:
+    if any(k is None for k in file_keys):
+        return None
+    return _hash("tree", env, *file_keys, json.dumps([list(map(str, (s.path, s.reason, s.hint))) for s in skipped]))
+
+
+def context_key(*parts: Any) -> str:
+    """The context the per-object rules judged in (namespace tiers, node pools, settings)."""
+    return _hash("context", repr(parts))

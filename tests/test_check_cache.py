@@ -1,0 +1,233 @@
+"""The verdict cache of `colocate check` (docs/check-cache.md): the same findings with and without
+it, whatever changed between runs; a corrupt, foreign or misplaced cache is never trusted."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from colocate import checker, report, verdict_cache
+from colocate.errors import ColocateError
+from colocate.model.names import IGNORE_ANNOTATION, TIER_LABEL
+from tests.helpers import ROOT, colocate
+
+DIST = ROOT / "dist"
+
+
+def _outcome(folder: Path, cache: Path | None) -> tuple[str, str]:
+    """The JSON report, or the error the check stopped with; and what the cache said."""
+    try:
+        result = checker.check([folder], cache=cache)
+    except ColocateError as exc:
+        return f"{type(exc).__name__}: {exc}", ""
+    return report.to_json(result), result.cache
+
+
+def _same(folder: Path, cache: Path) -> str:
+    cached, said = _outcome(folder, cache)
+    fresh, _ = _outcome(folder, None)
+    assert cached == fresh
+    return said
+
+
+def _objects(path: Path) -> list:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+
+
+def _write(path: Path, objects: list) -> None:
+    path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+
+
+def _mutate(tree: Path, op: str, pick: int, value: int) -> None:
+    """One edit of the kinds a user makes: a value, a namespace, a tier label, an annotation, an
+    object copied or removed, a file that is not YAML, a file rewritten as it was."""
+    files = sorted(tree.rglob("*.yaml"))
+    if not files:
+        return
+    path = files[pick % len(files)]
+    if op == "same":
+        path.write_bytes(path.read_bytes())
+        return
+    if op == "garbage":
+        path.write_text("kind: [unclosed\n" if value % 2 else "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+                        "data: {a: 1}\n---\n- a list, not an object\n")
+        return
+    if op == "remove":
+        path.unlink()
+        return
+    try:
+        objects = _objects(path)
+    except yaml.YAMLError:
+        return
+    if not objects or not all(isinstance(o, dict) for o in objects):
+        return
+    obj = objects[value % len(objects)]
+    meta = obj.setdefault("metadata", {}) if isinstance(obj.get("metadata", {}), dict) else {}
+    if op == "copy":  # the same object twice (COL006), in another file
+        other = files[(pick + 1 + value) % len(files)]
+        try:
+            _write(other, _objects(other) + [obj])
+        except yaml.YAMLError:
+            pass
+        return
+    if op == "namespace":
+        meta["namespace"] = ("online", "training", "monitoring", "kube-system", "elsewhere")[value % 5]
+    elif op == "tier":
+        labels = meta.setdefault("labels", {})
+        if value % 3 == 2:
+            labels.pop(TIER_LABEL, None)
+        else:
+            labels[TIER_LABEL] = ("online", "offline")[value % 3]
+    elif op == "ignore":
+        rule = ("COL006", "COL001", "COL050", "COL051", "COL504", "COL999", "COL305")[value % 7]
+        meta.setdefault("annotations", {})[IGNORE_ANNOTATION] = f"{rule}: tested" if value % 2 else f"{rule}:"
+    elif op == "number":  # replicas, a PriorityClass value, a quota
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else obj
+        spec["replicas" if "replicas" in spec or value % 2 else "value"] = value * 7 % 5000
+    elif op == "image":
+        text = json.dumps(obj).replace(":v", ":latest-v", 1)
+        obj.clear()
+        obj.update(json.loads(text))
+    elif op == "rename":
+        meta["name"] = f"renamed-{value % 4}"
+    elif op == "drop":
+        del objects[value % len(objects)]
+    _write(path, objects)
+
+
+OPS = ("same", "garbage", "remove", "copy", "namespace", "tier", "ignore", "number", "image", "rename", "drop")
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 200), st.integers(0, 10_000)),
+                         min_size=1, max_size=3), min_size=1, max_size=3))
+def test_findings_are_the_same_with_and_without_the_cache(steps):
+    with tempfile.TemporaryDirectory(prefix="colocate-cache-test-") as tmp:
+        tree, cache = Path(tmp) / "dist", Path(tmp) / "cache"
+        shutil.copytree(DIST, tree)
+        _same(tree, cache)
+        for step in steps:
+            for op, pick, value in step:
+                _mutate(tree, op, pick, value)
+            _same(tree, cache)
+
+
+def test_an_unchanged_tree_is_answered_from_the_cache_and_one_change_rereads_one_file(tmp_path):
+    tree, cache = tmp_path / "dist", tmp_path / "cache"
+    shutil.copytree(DIST, tree)
+    files = len(list(tree.rglob("*.yaml")))
+    assert "0 of" in _same(tree, cache)
+    assert _same(tree, cache) == f"{cache}: unchanged, the whole result reused ({files} files)"
+    _mutate(tree, "number", 30, 3)
+    assert f"{files - 1} of {files} files reused, 1 read afresh" in _same(tree, cache)
+
+
+def _entries(cache: Path) -> list[Path]:
+    return sorted(p for p in cache.rglob("*") if p.is_file() and not p.name.startswith(".tmp-"))
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "foreign", "shape", "format"])
+def test_a_damaged_or_foreign_entry_is_ignored(tmp_path, damage):
+    tree, cache = tmp_path / "dist", tmp_path / "cache"
+    shutil.copytree(DIST, tree)
+    _mutate(tree, "ignore", 5, 1)  # some findings, so that the entries hold some
+    _mutate(tree, "copy", 9, 2)
+    _same(tree, cache)
+    entries = [p for p in _entries(cache) if p.parent.parent.name in ("file", "tree")]
+    assert len(entries) > 10
+    store = verdict_cache.Store(cache)
+    for i, path in enumerate(entries):
+        data = path.read_bytes()
+        if damage == "flip":
+            data = data[:-3] + bytes([data[-3] ^ 0x20]) + data[-2:]
+        elif damage == "truncate":
+            data = data[:len(data) // 2]
+        elif damage == "foreign":  # a whole, valid entry, under another entry's name
+            data = entries[(i + 1) % len(entries)].read_bytes()
+        elif damage == "shape":  # valid JSON of its key, not the shape written
+            kind, key = path.parent.parent.name, path.name
+            store.put(kind, key, {"docs": "none", "findings": [["COL001"]]})
+            continue
+        elif damage == "format":  # another format's header
+            data = data.replace(verdict_cache.MAGIC, b"colocate-check-cache 0\n", 1)
+        path.write_bytes(data)
+    cached, said = _outcome(tree, cache)
+    assert cached == _outcome(tree, None)[0]
+    files = len(list(tree.rglob("*.yaml")))
+    assert f"0 of {files} files reused" in said
+    assert f"{files + 1} entries ignored (corrupt or foreign)" in said, said
+    # Rewritten whole: the next run takes the result from the cache.
+    assert _outcome(tree, cache)[1].endswith(f"unchanged, the whole result reused ({files} files)")
+
+
+def test_the_key_holds_the_configuration_the_kubeconform_binary_and_the_cluster(tmp_path, monkeypatch):
+    store = verdict_cache.Store(tmp_path / "cache")
+    config = tmp_path / "colocate.yaml"
+    shutil.copy(ROOT / "colocate.yaml", config)
+    base = verdict_cache.environment(store, config, None, ())
+    assert verdict_cache.environment(store, config, None, ()) == base
+    config.write_text(config.read_text() + "\n")
+    assert verdict_cache.environment(store, config, None, ()) != base
+    shutil.copy(ROOT / "colocate.yaml", config)
+    binary = tmp_path / "kubeconform"
+    shutil.copy(ROOT / "bin" / "kubeconform", binary)
+    monkeypatch.setenv("KUBECONFORM", str(binary))
+    copied = verdict_cache.environment(store, config, None, ())
+    assert copied != base  # another binary (its path)
+    with binary.open("ab") as out:
+        out.write(b"\0")
+    assert verdict_cache.environment(store, config, None, ()) != copied  # other bytes, same path
+    monkeypatch.delenv("KUBECONFORM")
+    assert verdict_cache.environment(store, config, DIST / "nodes" / "mixed", ()) != base
+    assert verdict_cache.environment(store, config, None, ("*.json",)) != base
+
+
+def test_a_cache_option_that_cannot_be_a_folder_is_bad_input_and_touches_nothing(tmp_path):
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("keep me\n")
+    proc = colocate("check", "--cache", str(not_a_folder), str(DIST))
+    assert proc.returncode == 2, proc.stderr
+    assert "--cache cannot be the verdict cache's folder: exists and is not a folder" in proc.stderr
+    assert "Traceback" not in proc.stderr and not proc.stdout
+    assert not_a_folder.read_text() == "keep me\n" and sorted(tmp_path.iterdir()) == [not_a_folder]
+    below = colocate("check", "--cache", str(not_a_folder / "sub"), str(DIST))
+    assert below.returncode == 2 and "is not a folder" in below.stderr, below.stderr
+
+
+def test_timings_say_what_the_cache_did_and_no_cache_uses_none(tmp_path):
+    cache = tmp_path / "cache"
+    first = colocate("check", "--timings", "--cache", str(cache), str(DIST))
+    second = colocate("check", "--timings", "--cache", str(cache), str(DIST))
+    assert first.returncode == second.returncode == 0 and first.stdout == second.stdout
+    assert f"cache: {cache}: 0 of " in first.stderr
+    assert f"cache: {cache}: unchanged, the whole result reused" in second.stderr
+    before = _entries(cache)
+    off = colocate("check", "--timings", "--no-cache", str(DIST))
+    assert off.stdout == first.stdout and "cache: not used" in off.stderr
+    assert _entries(cache) == before
+
+
+def test_concurrent_runs_share_one_cache(tmp_path):
+    """Entries are written whole (a temporary file renamed into place): runs side by side read
+    only whole entries and agree."""
+    from colocate.toolchain import environment
+    from tests.helpers import VENV_BIN
+
+    tree, cache = tmp_path / "dist", tmp_path / "cache"
+    shutil.copytree(DIST, tree)
+    _mutate(tree, "copy", 3, 1)
+    procs = [subprocess.Popen([str(VENV_BIN / "colocate"), "check", "--format", "json", "--timings",
+                               "--cache", str(cache), str(tree)], cwd=ROOT, env=environment(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    fresh = colocate("check", "--format", "json", "--no-cache", str(tree))
+    for proc, (out, err) in zip(procs, outs):
+        assert proc.returncode == fresh.returncode == 1, err
+        assert out == fresh.stdout and "ignored (corrupt" not in err.replace("0 entries ignored (corrupt", "")
+    assert not [p for p in cache.rglob(".tmp-*")]
