@@ -354,11 +354,16 @@ _KUBECONFORM_PREFIX = re.compile(r"problem validating schema\. Check JSON format
                                  r"with '[^']*' - ")
 
 
+_PROPERTY_LIST = re.compile(r"'[^',]*'(?:, '[^',]*')+")
+
+
 def _schema_message(res: dict, doc: Doc | None, kubernetes_version: str) -> str:
     """kubeconform's message without its cache paths, and a kind whose apiVersion the Kubernetes
     version does not serve said so, with the versions it does serve."""
     message = _KUBECONFORM_PREFIX.sub("", str(res.get("msg", "")))
     message = re.sub(r"\s+- at ", "; at ", message)
+    # kubeconform lists unknown properties in Go map order, which changes from run to run.
+    message = _PROPERTY_LIST.sub(lambda m: ", ".join(sorted(m.group(0).split(", "))), message)
     kind = str(res.get("kind", ""))
     if message.startswith("could not find schema for") and doc is not None and kind:
         served = kubeconform.served_versions(kind, kubernetes_version)
@@ -825,12 +830,12 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         phase("parse YAML")
         rules = load_rules()
         ctx = _context(reference(config), docs, config.gitops.min_argocd_version,
-                       config.registry_host, config.registry_proxy_projects)
+                       config.registry_host, config.registry_proxy_projects, config.shared_storage_class)
         ctx.pools, ctx.pools_source = cluster_pools(docs, cluster)
         ctx.rules = tuple(rules)
         context = verdict_cache.context_key(sorted(ctx.online_namespaces), sorted(ctx.offline_namespaces),
                                             ctx.min_argocd_version, ctx.registry_host, sorted(ctx.proxied_registries),
-                                            ctx.pools, ctx.pools_source)
+                                            ctx.pools, ctx.pools_source, ctx.shared_storage_class)
         alone = [r for r in rules if judges_alone(r)]
         joined = [r for r in rules if not judges_alone(r)]
         stale = [f for f in files if f not in entries or entries[f].local_context != context]

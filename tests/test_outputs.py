@@ -220,3 +220,11 @@ def test_explain_and_rules_show_the_configurations_values(tmp_path):
                  ("--config", str(config), "rules", "--format", "json")):
         rules = {r["id"]: r for r in json.loads(colocate(*args).stdout)}
         assert "registry.test.invalid" in rules["COL009"]["message"], args
+
+
+def test_kubeconform_property_lists_are_sorted_so_output_is_the_same_each_run():
+    # kubeconform lists unknown properties in Go map order, which differs between runs.
+    from colocate.checker import _schema_message
+
+    msg = "jsonschema: '/spec' does not validate: additional properties 'replicas', 'metadata' not allowed"
+    assert _schema_message({"msg": msg}, None, "1.28.0").endswith("properties 'metadata', 'replicas' not allowed")
