@@ -19,7 +19,7 @@ from constructs import Construct
 
 from colocate import quantity
 from colocate.constructs._k8s import emit
-from colocate.model.validate import check_dns_label, check_image, check_pull_secret, pull_secrets
+from colocate.model.validate import check_dns1035_label, check_dns_label, check_image, check_pull_secret, pull_secrets
 from colocate.constructs.node_pool import NodePool
 from colocate.model.names import (CHECKPOINT_ENV, GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, OFFLINE_MAX_GRACE_SECONDS,
                                    PROTECTED, REPLICA_TYPE_LABEL, SYNC_OPTIONS, TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT,
@@ -57,7 +57,7 @@ class RoleSpec:
 class TFJobProps:
     """Props of a TFJob."""
 
-    #: Job name (DNS label); names the pods ``<name>-<role>-<i>`` and the checkpoint claim.
+    #: Job name (DNS-1035 label: starts with a letter); names the pods ``<name>-<role>-<i>`` and the checkpoint claim.
     name: str
     #: Namespace (the offline TenantNamespace).
     namespace: str
@@ -196,7 +196,9 @@ class TFJob(Construct):
 
     def _validate(self) -> None:
         p, where = self.props, self._where
-        check_dns_label(where, "name", p.name)
+        # ValidateV1TFJob: NameIsDNS1035Label (kubeflow/training-operator v1.7.0
+        # pkg/apis/kubeflow.org/v1/tensorflow_validation.go); the API server takes 1abc, the operator does not.
+        check_dns1035_label(where, "name", p.name, "training-operator v1.7.0 refuses the job and creates no pod")
         check_dns_label(where, "namespace", p.namespace)
         check_image(where, "image", p.image, example="harbor.example.com/ml/tf-mnist:2.11.0")
         check_pull_secret(where, "image_pull_secret", p.image_pull_secret)

@@ -85,6 +85,9 @@ def test_the_smallest_job_file_becomes_a_tfjob_with_every_default(tmp_path, conf
     (job(image="harbor.example.com/ml/hello-tf"), "$.image", "'harbor.example.com/ml/hello-tf' is not "
      "<registry>/<project>/<image>:<tag>; write the registry, the repository and a pinned tag"),
     (job(name="Hello_TF"), "$.name", "'Hello_TF' is not a TFJob name: use lower-case letters, digits and '-'"),
+    # The API server would take it; training-operator v1.7.0 refuses it (DNS-1035, tensorflow_validation.go).
+    (job(name="1abc"), "$.name", "'1abc' is not a TFJob name: use lower-case letters, digits and '-', starting with "
+     "a letter"),
     (job(roles={}), "$.roles", "should be non-empty"),
     (job(name=None), "$", "'name' is a required property"),
     ("", "$", "the file is empty; it must map keys to values, at least name, image, roles"),

@@ -154,7 +154,9 @@ def test_ps_needs_no_preference_when_every_pool_is_as_cpu_rich():
     ({"PS": ROLE}, {}, "roles", "needs a Chief, Master or Worker"),
     ({"Workers": ROLE}, {}, "roles.Workers", "not a TFJob replica type"),
     (None, {"image": "harbor.example.com/ml/tf-mnist:latest"}, "image", "pinned tag"),
-    (None, {"name": "MNIST"}, "name", "DNS-1123"),
+    (None, {"name": "MNIST"}, "name", "DNS-1035"),
+    # A valid object name the operator refuses (tensorflow_validation.go, NameIsDNS1035Label).
+    (None, {"name": "1abc"}, "name", "'1abc' is not a DNS-1035 label"),
     (None, {"checkpoint_size": "lots"}, "checkpoint_size", "positive size"),
     (None, {"backoff_limit": -1}, "backoff_limit", ">= 0"),
     (None, {"termination_grace_period_seconds": 29}, "termination_grace_period_seconds",
