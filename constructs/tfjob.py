@@ -22,7 +22,7 @@ from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns1035_label, check_dns_label, check_image, check_pull_secret, pull_secrets
 from colocate.constructs.node_pool import NodePool
 from colocate.model.names import (CHECKPOINT_ENV, GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, OFFLINE_MAX_GRACE_SECONDS,
-                                   PROTECTED, REPLICA_TYPE_LABEL, SYNC_OPTIONS, TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT,
+                                   PROTECTED_ANNOTATIONS, REPLICA_TYPE_LABEL, SYNC_OPTIONS, TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT,
                                    TF_PORT_NAME, TF_ROLES, TFJOB_CLEAN_POD_POLICY, TFJOB_GROUP, TFJOB_KIND,
                                    TFJOB_MIN_GRACE_SECONDS, TFJOB_VERSION)
 from colocate.model.pools import Resources
@@ -130,8 +130,9 @@ class TFJob(Construct):
         emit(self, "checkpoints", {
             "apiVersion": "v1", "kind": "PersistentVolumeClaim",
             # Checkpoints outlive the job: deleting the job file (prune) or the training
-            # Application (cascade) keeps the claim; it is deleted by hand (docs/training.md).
-            "metadata": {"name": self.claim_name, "namespace": p.namespace, "annotations": {SYNC_OPTIONS: PROTECTED}},
+            # Application (cascade) keeps the claim, and IgnoreExtraneous keeps the kept claim from
+            # holding the Application OutOfSync; it is deleted by hand (docs/training.md).
+            "metadata": {"name": self.claim_name, "namespace": p.namespace, "annotations": dict(PROTECTED_ANNOTATIONS)},
             "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": p.storage_class,
                      "resources": {"requests": {"storage": quantity.canonical(p.checkpoint_size, "memory")}}},
         })

@@ -74,7 +74,8 @@ def test_checkpoint_claim_is_mounted_with_its_path_in_an_env_var():
     objs = synth(checkpoint_size="20Gi")
     claim = objs["PersistentVolumeClaim"]
     assert claim["metadata"] == {"name": "mnist-checkpoints", "namespace": "training",
-                                 "annotations": {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false"}}
+                                 "annotations": {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false",
+                                                 "argocd.argoproj.io/compare-options": "IgnoreExtraneous"}}
     assert claim["spec"] == {"accessModes": ["ReadWriteMany"], "storageClassName": "nfs-client",
                              "resources": {"requests": {"storage": "20Gi"}}}
     pod = replica(objs, "Master")["template"]["spec"]
