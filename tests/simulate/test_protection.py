@@ -1,12 +1,15 @@
 """What Argo CD and the scheduler do to what colocate protects, with the real components (one
 simulation): an add-on without a PriorityClass keeps its pods through a night of training
 (offline-batch is preemptionPolicy: Never); deleting a job file prunes its TFJob, keeps its claim
-and leaves the Application Synced, starting no sync once the TFJob is gone (IgnoreExtraneous); and the claim of a job whose
+and leaves the Application Synced, starting no sync once the TFJob is gone (IgnoreExtraneous); the claim of a job whose
 IgnoreExtraneous was removed holds the Application OutOfSync while self-heal re-syncs it again
-and again, which is the loop the annotation prevents (docs/gitops.md, docs/tiers.md)."""
+and again, which is the loop the annotation prevents; and a deleted TFJob is re-created by
+Argo CD, which is how an edited job file is applied (docs/gitops.md, docs/tiers.md,
+docs/training.md)."""
 from __future__ import annotations
 
 import shutil
+import time
 
 import pytest
 import yaml
@@ -65,6 +68,19 @@ def protection(tmp_path_factory):
         seen["tfjobs"] = {j["metadata"]["name"] for j in cp.items("/apis/kubeflow.org/v1/namespaces/training/tfjobs")}
         seen["classes"] = {c["metadata"]["name"]: c.get("preemptionPolicy")
                            for c in cp.items("/apis/scheduling.k8s.io/v1/priorityclasses")}
+        # How an edited job file is applied (docs/training.md, "Editing a job file"): delete the
+        # TFJob; Argo CD (selfHeal) re-creates it from git, a new object under the same name.
+        path = "/apis/kubeflow.org/v1/namespaces/training/tfjobs/tf-mnist-dist"
+        seen["old_uid"] = cp.request("GET", path)["metadata"]["uid"]
+        cp.request("DELETE", path)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            jobs = {j["metadata"]["name"]: j for j in cp.items("/apis/kubeflow.org/v1/namespaces/training/tfjobs")}
+            job = jobs.get("tf-mnist-dist")
+            if job and job["metadata"]["uid"] != seen["old_uid"] and not job["metadata"].get("deletionTimestamp"):
+                seen["recreated"] = job
+                break
+            time.sleep(0.5)
 
     obs, _ = run.simulate(dist, scenario.load(str(file)), log=lambda line: None, inspect=inspect)
     return obs, seen
@@ -108,3 +124,13 @@ def test_a_kept_claim_without_ignore_extraneous_starts_a_self_heal_loop(protecti
     assert "recsys-train" not in seen["tfjobs"] and "recsys-train-checkpoints" in seen["claims"], seen
     # The other Applications are not affected.
     assert after.argocd_syncs["colocate-platform"] == before.argocd_syncs["colocate-platform"]
+
+
+def test_a_deleted_tfjob_is_re_created_by_argo_cd_which_is_how_an_edited_job_file_is_applied(protection):
+    obs, seen = protection
+    job = seen.get("recreated")
+    assert job is not None, "Argo CD did not re-create tf-mnist-dist within 90 s"
+    assert job["metadata"]["uid"] != seen["old_uid"]
+    assert job["metadata"]["labels"].get("app.kubernetes.io/instance") == "colocate-training"
+    volumes = job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["volumes"]
+    assert {v["persistentVolumeClaim"]["claimName"] for v in volumes} == {"tf-mnist-dist-checkpoints"}
