@@ -27,15 +27,6 @@ from colocate.model.names import KPS_CHART
 KPS_SYNC_WAVE = -8
 DCGM_SYNC_WAVE = -6
 
-#: The reference how-to names 1860, 315 and 15756; docs/monitoring.md ("Community dashboards")
-#: says why only 1860 is kept and what replaces the other two.
-COMMUNITY_DASHBOARDS = (
-    kps.CommunityDashboard("node-exporter-full", 1860, 37,
-                           "Node Exporter Full; revisions since 2025-04 need Grafana 11.6, the chart ships 10.2"),
-    kps.CommunityDashboard("kubernetes-views-global", 15757, 37,
-                           "replaces 15756, which matches no dashboard; first of dotdc's Kubernetes / Views set"),
-)
-
 
 def gpu_pools(pools: dict[str, NodePool]) -> list[dcgm.GpuPool]:
     """Every pool with GPUs, with the taints the exporter has to tolerate."""
@@ -47,20 +38,24 @@ def stack(cluster: Cluster, config: Config, pools: dict[str, NodePool]) -> kps.K
     m = config.monitoring
     monitoring = pools[cluster.monitoring_pool]
     s = m.alertmanager_secret
-    receivers = ReceiverSecret(s.name, s.paging_url_key, s.chat_url_key, s.chat_token_key)
+    receivers = ReceiverSecret(s.name, s.paging_url_key, s.chat_url_key, s.chat_token_key, s.heartbeat_url_key)
+    mixin_config = MixinConfig.from_cluster(cluster)
     return kps.KubePrometheusStack(kps.KubePrometheusStackProps(
         release=cluster.prometheus_release, namespace=cluster.monitoring_namespace,
-        grafana_admin_secret=m.grafana_admin_secret, storage_class=config.shared_storage_class,
+        grafana_admin_secret=m.grafana_admin_secret, storage_class=m.storage_class,
         storage_size=m.storage_size, retention=m.retention, monitor_labels=cluster.monitor_labels,
         pool_labels=monitoring.labels, pool_taints=tuple(monitoring.props.taints),
-        community_dashboards=COMMUNITY_DASHBOARDS,
+        # No community dashboards: Grafana downloads them from grafana.com, which this
+        # offline cluster cannot reach (docs/monitoring.md, "Community dashboards").
         # TFJob conditions for the TFJob-failed alert and the job-state panel.
         ksm_custom_resource_state=tfjob_state.ksm_config(), ksm_rbac_rules=tfjob_state.ksm_rbac_rules(),
         # It fires on training pods Pending for 15 minutes (preemption makes that normal);
         # the mixin's ColocatePodNotReady is the same alert minus the training namespace.
-        disabled_default_rules=("KubePodNotReady",),
+        # Its DaemonSet alerts fire on the pre-pull DaemonSet whenever training fills a node;
+        # the mixin's ColocateDaemonSet* are the same alerts minus its namespace.
+        disabled_default_rules=("KubePodNotReady", *(name for name, _ in mixin_config.daemonset_alerts)),
         # Routed by the severities the mixin's alerts carry (constructs/mixin/routing.py).
-        alertmanager_config=ColocationMixin(MixinConfig.from_cluster(cluster)).alertmanager_config(receivers),
+        alertmanager_config=ColocationMixin(mixin_config).alertmanager_config(receivers),
         alertmanager_secrets=(s.name,),
     ))
 

@@ -9,7 +9,7 @@ from colocate.charts._base import ColocateChart
 from colocate.config import Config
 from colocate.errors import InputError, PropError
 from colocate.constructs.containerd_config import ContainerdConfig, ContainerdConfigProps
-from colocate.constructs.node_pool import NodePool
+from colocate.constructs.node_pool import GPU_UDEV_RULE, GPU_UDEV_RULE_FILE, NodePool
 from colocate.model.pools import PAUSE_IMAGE, NodePoolProps
 
 
@@ -21,6 +21,8 @@ class NodePoolChart(ColocateChart):
         # kubelet/kubeadm files are not API objects: no metadata, so no labels.
         super().__init__(scope, f"nodes-{props.name}", folder=f"nodes/{props.name}", labels=False)
         self.pool = NodePool(self, "pool", props)
+        if props.gpus:
+            self.extra_files[GPU_UDEV_RULE_FILE] = GPU_UDEV_RULE
 
     def add_containerd(self, config: Config, upstream_images: Iterable[str]) -> None:
         """The registry mirror for every upstream image the cluster deploys (known once every

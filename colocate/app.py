@@ -14,6 +14,7 @@ from colocate.model import cluster as cluster_mod
 from colocate.charts._base import ColocateChart
 from colocate.charts.gitops import ROOT_APP, ApplicationsChart, BootstrapChart
 from colocate.charts.monitoring import MonitoringChart
+from colocate.charts.control_plane import ControlPlaneChart
 from colocate.charts.nodes import NodePoolChart
 from colocate.charts.observability import ObservabilityChart
 from colocate.charts.online import OnlineChart
@@ -61,7 +62,8 @@ def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster 
     for chart in node_charts:
         chart.add_containerd(config, upstream)
     bootstrap = BootstrapChart(app, config, applications)
-    return Built(app, [*node_charts, *app_charts, applications, bootstrap], config, cluster)
+    control_plane = ControlPlaneChart(app)
+    return Built(app, [control_plane, *node_charts, *app_charts, applications, bootstrap], config, cluster)
 
 
 def manifests(built: Built) -> list[render.Manifest]:

@@ -111,6 +111,8 @@ class Context:
     pools_source: str = ""
     #: The rules of this run (hygiene checks name unknown rule ids).
     rules: tuple = ()
+    #: colocate.yaml storage.sharedClass: the ReadWriteMany (NFS) class; "" = not known.
+    shared_storage_class: str = ""
 
     @property
     def values(self) -> dict[str, str]:
@@ -236,14 +238,15 @@ def _check_function(name: str, where: str = "") -> Callable:
 
 
 def _context(cluster: Cluster, docs: list[Doc], min_argocd_version: tuple[int, int] = (0, 0),
-             registry_host: str = "", proxied_registries: Iterable[str] = ()) -> Context:
+             registry_host: str = "", proxied_registries: Iterable[str] = (), shared_storage_class: str = "") -> Context:
     online = {cluster.online_namespace}
     offline = {cluster.training_namespace}
     for doc in docs:
         if doc.kind == "Namespace":
             tier = (doc.metadata.get("labels") or {}).get(TIER_LABEL)
             {"online": online, "offline": offline}.get(tier, set()).add(doc.name)
-    return Context(cluster, online, offline, min_argocd_version, registry_host, frozenset(proxied_registries))
+    return Context(cluster, online, offline, min_argocd_version, registry_host, frozenset(proxied_registries),
+                   shared_storage_class=shared_storage_class)
 
 
 #: The rule that reports a suppression without a reason; it cannot itself be suppressed.
@@ -482,7 +485,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         phase("parse YAML")
         rules = load_rules()
         ctx = _context(reference(config), docs, config.gitops.min_argocd_version,
-                       config.registry_host, config.registry_proxy_projects)
+                       config.registry_host, config.registry_proxy_projects, config.shared_storage_class)
         ctx.pools, ctx.pools_source = cluster_pools(docs, cluster)
         ctx.rules = tuple(rules)
         index = Index(docs, ctx)
@@ -522,7 +525,7 @@ def judge_rendered(texts: dict[Path, str], config: config_mod.Config) -> list[Fi
     run here: the constructs emit schema-shaped objects, and ``check`` validates them after."""
     docs = manifests.load_texts({p: t for p, t in texts.items() if p.suffix == ".yaml"})
     ctx = _context(reference(config), docs, config.gitops.min_argocd_version, config.registry_host,
-                   config.registry_proxy_projects)
+                   config.registry_proxy_projects, config.shared_storage_class)
     ctx.pools, ctx.pools_source = pool_facts.from_documents([(d.file, d.obj) for d in docs
                                                               if d.kind == pool_facts.KIND]), "the synthesized tree"
     rules = load_rules()

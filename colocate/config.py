@@ -46,6 +46,8 @@ class AlertmanagerSecret:
     chat_url_key: str = "chat-url"
     #: None: the chat webhook takes no token.
     chat_token_key: str | None = "chat-token"
+    #: None: no dead man's switch; the Watchdog alert goes nowhere.
+    heartbeat_url_key: str | None = "heartbeat-url"
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class Monitoring:
     alertmanager_secret: AlertmanagerSecret
     retention: str
     storage_size: str
+    #: StorageClass of Prometheus' and Alertmanager's volumes (not the shared NFS class).
+    storage_class: str = "monitoring-local"
 
 
 @dataclass(frozen=True)
@@ -303,8 +307,19 @@ def _respelt(value: object) -> list[object]:
     return [text, text.lower(), *([f"{size[1]}{size[2].upper()}i"] if size else [])]
 
 
+def _monitoring_class(data: dict, file: str) -> str:
+    """Prometheus' TSDB needs a POSIX local or block file system: never the shared NFS class."""
+    name = data["monitoring"].get("storageClass", "monitoring-local")
+    if name == data["storage"]["sharedClass"]:
+        raise InputError(file, "$.monitoring.storageClass", f"{name!r} is storage.sharedClass, the ReadWriteMany (NFS) "
+                         "class; Prometheus does not support NFS for its TSDB (prometheus/prometheus docs/storage.md): "
+                         "name a local or block storage class (docs/monitoring.md)")
+    return name
+
+
 def _alertmanager_secret(data: dict) -> AlertmanagerSecret:
-    keys = {"pagingURLKey": "paging_url_key", "chatURLKey": "chat_url_key", "chatTokenKey": "chat_token_key"}
+    keys = {"pagingURLKey": "paging_url_key", "chatURLKey": "chat_url_key", "chatTokenKey": "chat_token_key",
+            "heartbeatURLKey": "heartbeat_url_key"}
     return AlertmanagerSecret(name=data["name"], **{field: data[key] for key, field in keys.items() if key in data})
 
 
@@ -434,6 +449,7 @@ def load(path: Path | None = None) -> Config:
             alertmanager_secret=_alertmanager_secret(data["monitoring"]["alertmanagerSecret"]),
             retention=data["monitoring"]["retention"],
             storage_size=data["monitoring"]["storageSize"],
+            storage_class=_monitoring_class(data, file),
         ),
         file=file,
     )

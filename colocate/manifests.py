@@ -22,7 +22,9 @@ from colocate.errors import InputError
 from colocate.model.names import tf_role
 
 #: Files colocate writes for tools other than the API server: no metadata, never applied.
-NON_API_KINDS = frozenset({"DistIndex", "KubeletConfiguration", "JoinConfiguration", "NodePool"})
+NON_API_KINDS = frozenset({
+    "DistIndex", "KubeletConfiguration", "JoinConfiguration", "ClusterConfiguration", "KubeProxyConfiguration", "NodePool",
+})
 #: Cluster-scoped kinds; every other API kind is namespaced.
 CLUSTER_SCOPED_KINDS = frozenset({
     "Namespace", "Node", "PersistentVolume", "PriorityClass", "StorageClass", "CSIDriver", "CSINode",

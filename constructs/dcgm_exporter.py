@@ -14,6 +14,8 @@ priorityClassName to system-node-critical.
 """
 from __future__ import annotations
 
+import hashlib
+
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -32,6 +34,8 @@ CHART_VERSION = "3.3.0"
 IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.3-3.3.0-ubuntu22.04"
 CSV_KEY = "counters.csv"
 CSV_DIR = "/etc/dcgm-exporter/colocate"
+#: Pod annotation carrying the SHA-256 of the counters file (the pattern of Helm's "checksum/config").
+COUNTERS_CHECKSUM_ANNOTATION = "checksum/colocate-counters"
 #: Collected whatever the dashboards use: the four fields the reference team watches, free memory to
 #: compute a ratio, temperature and XID errors for hardware health.
 BASE_FIELDS = (
@@ -123,10 +127,11 @@ class DcgmExporter(Construct):
         self._validate()
         self.fields = csv_fields(props.used_fields, props.base_fields)
         self.config_map = f"{props.release}-counters"
+        self.csv = render_csv(self.fields)
         emit(self, "counters", {
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": self.config_map, "namespace": props.namespace},
-            "data": {CSV_KEY: render_csv(self.fields)},
+            "data": {CSV_KEY: self.csv},
         })
 
     @property
@@ -154,6 +159,9 @@ class DcgmExporter(Construct):
             # The chart's own default (templates/daemonset.yaml at 3.3.3-3.3.0), written out so
             # the review shows it: a node agent training must never preempt.
             "priorityClassName": NODE_CRITICAL,
+            # The exporter reads the counters file once, at start: a changed file changes this
+            # pod annotation, so the DaemonSet rolls (chart podAnnotations, templates/daemonset.yaml).
+            "podAnnotations": {COUNTERS_CHECKSUM_ANNOTATION: hashlib.sha256(self.csv.encode()).hexdigest()},
             "arguments": ["-f", f"{CSV_DIR}/{CSV_KEY}"],
             "extraConfigMapVolumes": [{"name": "colocate-counters", "configMap": {"name": self.config_map}}],
             "extraVolumeMounts": [{"name": "colocate-counters", "mountPath": CSV_DIR, "readOnly": True}],

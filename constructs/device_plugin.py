@@ -64,4 +64,8 @@ class NvidiaDevicePlugin:
                             {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
                             *(tolerations[k] for k in sorted(tolerations))],
             "priorityClassName": NODE_CRITICAL,
+            # GPU pools run the static CPU manager with systemd cgroups: without PASS_DEVICE_SPECS a
+            # cpuset update drops /dev/nvidia* from running containers ("Failed to initialize
+            # NVML: Unknown Error"). The chart then runs the plugin privileged (docs/gpus.md).
+            "compatWithCPUManager": True,
         }

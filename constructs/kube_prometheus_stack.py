@@ -6,7 +6,7 @@ its own. Every key below was checked against the chart's values.yaml and templat
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from colocate import quantity
@@ -46,6 +46,31 @@ MONITOR_KINDS = {"ServiceMonitor": "serviceMonitor", "PodMonitor": "podMonitor",
 #: Pod labels kube-state-metrics exports on kube_pod_labels: dashboards group by TFJob, and the
 #: latency guard finds an online service's pods (and so its nodes) by name.
 POD_LABELS = (JOB_NAME_LABEL, REPLICA_TYPE_LABEL, NAME_LABEL)
+
+
+#: Requests and limits of the monitoring pool's components (the chart sets none: BestEffort pods
+#: are the first the kubelet evicts under memory pressure). Memory limits only: a CPU limit would
+#: throttle rule evaluation and scrapes for nothing on a pool that runs nothing else. Sized for
+#: the reference cluster (12 nodes, ~2k series per node): Prometheus keeps about 2 hours of
+#: samples in memory, a few GiB here.
+MONITORING_RESOURCES: Mapping[str, Mapping[str, Mapping[str, str]]] = {
+    "prometheus": {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"memory": "8Gi"}},
+    "alertmanager": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+    "grafana": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
+    "kube-state-metrics": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
+    "prometheusOperator": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+}
+#: Share of Prometheus' claim its TSDB may fill (``retentionSize``). Only whole blocks are deleted
+#: to honour it while the WAL and the head chunks count towards it, so the disk must also hold
+#: their peak (every 2 hours) beyond it (prometheus/prometheus v2.48.1 docs/storage.md).
+RETENTION_SIZE_PERCENT = 80
+
+
+def retention_size(storage_size: str) -> str:
+    """``retentionSize`` for a claim of ``storage_size``, in Prometheus' units, which are powers
+    of two ("1KB is 1024B", prometheus v2.48.1 docs/storage.md): 80% of 100Gi is ``80GB``."""
+    mib = int(quantity.parse(storage_size)) * RETENTION_SIZE_PERCENT // 100 // 2**20
+    return f"{mib // 1024}GB" if mib >= 1024 and mib % 1024 == 0 else f"{mib}MB"
 
 
 def prometheus_url(release: str, namespace: str) -> str:
@@ -101,7 +126,8 @@ class KubePrometheusStackProps:
     namespace: str
     #: Existing Secret holding Grafana's admin user and password (never in git).
     grafana_admin_secret: str
-    #: StorageClass of Prometheus' PersistentVolumeClaim.
+    #: StorageClass of Prometheus' and Alertmanager's claims: local or block storage, ReadWriteOnce
+    #: (Prometheus does not support NFS for its TSDB: prometheus/prometheus docs/storage.md).
     storage_class: str
     #: Size of Prometheus' PersistentVolumeClaim, e.g. ``100Gi``.
     storage_size: str
@@ -144,6 +170,11 @@ class KubePrometheusStackProps:
     #: Existing Secrets mounted into Alertmanager at ``/etc/alertmanager/secrets/<name>/``, for the
     #: config's ``*_file`` fields. Default: none.
     alertmanager_secrets: Sequence[str] = ()
+    #: Size of Alertmanager's claim (silences and notification log survive a restart). Default 1Gi.
+    alertmanager_storage_size: str = "1Gi"
+    #: Requests and limits per component, by values key (``prometheus``, ``alertmanager``,
+    #: ``grafana``, ``kube-state-metrics``, ``prometheusOperator``). Default: MONITORING_RESOURCES.
+    resources: Mapping[str, Mapping[str, Mapping[str, str]]] = field(default_factory=lambda: dict(MONITORING_RESOURCES))
     #: Chart version. Default 55.5.1.
     chart_version: str = CHART_VERSION
 
@@ -177,6 +208,12 @@ class KubePrometheusStack:
             raise PropError(where, "pool_labels", "is empty; give the monitoring pool's node labels")
         if not quantity.is_quantity(p.storage_size) or quantity.parse(p.storage_size) <= 0:
             raise PropError(where, "storage_size", f"{p.storage_size!r} must be a positive quantity such as '100Gi'")
+        if not quantity.is_quantity(p.alertmanager_storage_size) or quantity.parse(p.alertmanager_storage_size) <= 0:
+            raise PropError(where, "alertmanager_storage_size", f"{p.alertmanager_storage_size!r} must be a positive "
+                            "quantity such as '1Gi'")
+        unknown = set(p.resources) - set(MONITORING_RESOURCES)
+        if unknown:
+            raise PropError(where, "resources", f"unknown components {sorted(unknown)}; use {sorted(MONITORING_RESOURCES)}")
         if not p.retention[:-1].isdigit() or p.retention[-1:] not in ("h", "d", "w", "y"):
             raise PropError(where, "retention", f"{p.retention!r} must be a Prometheus duration such as '15d'")
         if p.ksm_custom_resource_state and not p.ksm_rbac_rules:
@@ -195,10 +232,19 @@ class KubePrometheusStack:
         return {"nodeSelector": dict(self.props.pool_labels),
                 "tolerations": [t.toleration() for t in self.props.pool_taints]}
 
-    def _service(self) -> dict[str, Any]:
-        """A cluster service: on the monitoring pool, above every workload tier. The
-        ``priorityClassName`` keys are the chart's at 55.5.1 (docs/monitoring.md)."""
-        return {**self._pinned(), "priorityClassName": self.props.priority_class}
+    def _service(self, component: str | None = None) -> dict[str, Any]:
+        """A cluster service: on the monitoring pool, above every workload tier, with its
+        requests and limits. The ``priorityClassName`` and ``resources`` keys are the chart's
+        at 55.5.1 (docs/monitoring.md)."""
+        out = {**self._pinned(), "priorityClassName": self.props.priority_class}
+        if component in self.props.resources:
+            out["resources"] = {k: dict(v) for k, v in self.props.resources[component].items()}
+        return out
+
+    def _claim(self, size: str) -> dict[str, Any]:
+        return {"volumeClaimTemplate": {"spec": {
+            "storageClassName": self.props.storage_class, "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": quantity.canonical(size, "memory")}}}}}
 
     def values(self) -> dict[str, Any]:
         p = self.props
@@ -207,17 +253,19 @@ class KubePrometheusStack:
         values: dict[str, Any] = {
             "prometheus": {"prometheusSpec": {
                 "retention": p.retention,
-                # One writer: ReadWriteOnce even on an NFS class (docs/monitoring.md: TSDB on NFS).
-                "storageSpec": {"volumeClaimTemplate": {"spec": {
-                    "storageClassName": p.storage_class, "accessModes": ["ReadWriteOnce"],
-                    "resources": {"requests": {"storage": quantity.canonical(p.storage_size, "memory")}}}}},
+                # Size-based retention below the claim, so a full disk never stops the TSDB.
+                "retentionSize": retention_size(p.storage_size),
+                "storageSpec": self._claim(p.storage_size),
                 **monitor_selectors(p.monitor_labels),
-                **service(),
+                **service("prometheus"),
             }},
-            "alertmanager": {"alertmanagerSpec": service()},
-            "prometheusOperator": {**service(), "admissionWebhooks": {"patch": service()}},
+            # Silences and the notification log survive a restart (else a silence is lost and
+            # a resolved page is sent again).
+            "alertmanager": {"alertmanagerSpec": {**service("alertmanager"),
+                                                  "storage": self._claim(p.alertmanager_storage_size)}},
+            "prometheusOperator": {**service("prometheusOperator"), "admissionWebhooks": {"patch": service()}},
             "kube-state-metrics": {
-                **service(),
+                **service("kube-state-metrics"),
                 "metricLabelsAllowlist": [f"pods=[{','.join(p.pod_labels_allowlist)}]",
                                           f"nodes=[{','.join(p.node_labels_allowlist)}]"],
             },
@@ -226,7 +274,7 @@ class KubePrometheusStack:
             "prometheus-node-exporter": {"hostNetwork": True, "tolerations": [{"operator": "Exists"}],
                                          "priorityClassName": p.node_priority_class},
             "grafana": {
-                **service(),
+                **service("grafana"),
                 "admin": {"existingSecret": p.grafana_admin_secret, "userKey": p.grafana_user_key,
                           "passwordKey": p.grafana_password_key},
                 "sidecar": {

@@ -13,6 +13,20 @@ from colocate.constructs._k8s import emit
 from colocate.model import pool_facts
 from colocate.model.pools import PATCHES_DIR, NodePoolProps, Resources
 
+#: Where the GPU pools' udev rule goes, and the rule: it links every NVIDIA device node under
+#: /dev/char when the driver loads, so that runc finds them when systemd re-applies a
+#: container's device cgroup (NVIDIA/nvidia-docker#1671, #1730; the command is
+#: nvidia-container-toolkit v1.14.6 cmd/nvidia-ctk/system/create-dev-char-symlinks).
+GPU_UDEV_RULE_FILE = "udev/71-nvidia-dev-char.rules"
+#: Topology manager policy of GPU pools with the static CPU manager (kubelet default: none).
+TOPOLOGY_MANAGER_POLICY = "best-effort"
+GPU_UDEV_RULE = (
+    "# Copy to /lib/udev/rules.d/71-nvidia-dev-char.rules on GPU nodes (docs/gpus.md).\n"
+    'ACTION=="add", DEVPATH=="/bus/pci/drivers/nvidia", '
+    'RUN+="/usr/bin/nvidia-ctk system create-dev-char-symlinks --create-all"\n'
+)
+
+
 class NodePool(Construct):
     """A node pool: validates its props and emits its provisioning files."""
 
@@ -53,6 +67,11 @@ class NodePool(Construct):
             "enforceNodeAllocatable": ["pods"],
             "evictionHard": k.eviction(),
         }
+        if self.props.gpus and k.cpu_manager_policy == "static":
+            # Exclusive cores and GPUs from the same NUMA node when the node can give them, never
+            # a refusal: restricted and single-numa-node reject a pod they cannot align
+            # (TopologyAffinityError), and online pods must always start (docs/gpus.md).
+            out["topologyManagerPolicy"] = TOPOLOGY_MANAGER_POLICY
         for key, reserved in (("systemReserved", k.system_reserved), ("kubeReserved", k.kube_reserved)):
             if reserved:
                 out[key] = {r: quantity.canonical(v, "cpu" if r == "cpu" else "memory" if r != "pid" else "count")

@@ -16,7 +16,8 @@ from colocate import quantity
 from colocate.errors import PropError
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label, check_image, check_pull_secret, check_required_labels, pull_secrets
-from colocate.model.names import NAME_LABEL, PEAK_REPLICAS_ANNOTATION
+from colocate.model.names import (HOSTNAME_LABEL, NAME_LABEL, NO_GPU_VISIBLE, PEAK_REPLICAS_ANNOTATION,
+                                   VISIBLE_DEVICES_ENV)
 from colocate.model.scheduling import ordered_pool_affinity
 from colocate.model.slo import LatencySlo
 from colocate.constructs.service_monitor import ServiceMonitor, ServiceMonitorProps
@@ -59,6 +60,10 @@ class OnlineServiceProps:
     env: Mapping[str, str] = field(default_factory=dict)
     #: Seconds between SIGTERM and SIGKILL. Default 30.
     termination_grace_period_seconds: int = 30
+    #: Seconds a stopping pod keeps serving before SIGTERM (a preStop ``sleep``), while the
+    #: Service's endpoints drop it from every kube-proxy and load balancer. Needs ``sleep`` in
+    #: the image; 0 = none. Default 5.
+    pre_stop_delay_seconds: int = 5
     #: Latency SLO. When set, a ServiceMonitor scrapes the service's metrics and the mixin
     #: guards its P99. Default: none.
     slo: LatencySlo | None = None
@@ -89,8 +94,16 @@ class OnlineService(Construct):
             "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
                                 "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}},
         }
-        if p.env:
-            container["env"] = [{"name": k, "value": v} for k, v in sorted(p.env.items())]
+        env = dict(p.env)
+        if not p.gpus:
+            # A CUDA image without a GPU request would see every GPU of its node (docs/gpus.md).
+            env.setdefault(VISIBLE_DEVICES_ENV, NO_GPU_VISIBLE)
+        if env:
+            container["env"] = [{"name": k, "value": v} for k, v in sorted(env.items())]
+        if p.pre_stop_delay_seconds:
+            # The kubelet runs the hook before SIGTERM and takes its time from the grace period
+            # (pkg/kubelet/kuberuntime/kuberuntime_container.go killContainer, v1.28.15).
+            container["lifecycle"] = {"preStop": {"exec": {"command": ["sleep", str(p.pre_stop_delay_seconds)]}}}
         emit(self, "deployment", {
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": p.name, "namespace": p.namespace, "labels": dict(selector),
@@ -105,6 +118,12 @@ class OnlineService(Construct):
                         "affinity": ordered_pool_affinity([pool.name for pool in p.pools]),
                         "tolerations": self._tolerations(),
                         "terminationGracePeriodSeconds": p.termination_grace_period_seconds,
+                        # One replica per node where the pools allow: a node lost takes one
+                        # replica. ScheduleAnyway: never leave online pods Pending for it, nor
+                        # push them off the online pool early to spread.
+                        "topologySpreadConstraints": [{
+                            "maxSkew": 1, "topologyKey": HOSTNAME_LABEL, "whenUnsatisfiable": "ScheduleAnyway",
+                            "labelSelector": {"matchLabels": dict(selector)}}],
                         "containers": [container],
                         **pull_secrets(p.image_pull_secret),
                     },
@@ -147,6 +166,11 @@ class OnlineService(Construct):
         if not isinstance(p.max_unavailable, int) or not 1 <= p.max_unavailable <= p.replicas:
             raise PropError(where, "max_unavailable", f"{p.max_unavailable!r} must be from 1 to replicas "
                             f"({p.replicas}); 0 would block every node drain")
+        if not isinstance(p.pre_stop_delay_seconds, int) or not 0 <= p.pre_stop_delay_seconds < \
+                p.termination_grace_period_seconds:
+            raise PropError(where, "pre_stop_delay_seconds", f"{p.pre_stop_delay_seconds!r} must be from 0 to below "
+                            f"termination_grace_period_seconds ({p.termination_grace_period_seconds}), which it is "
+                            "taken from")
         if not isinstance(p.port, int) or not 0 < p.port < 65536:
             raise PropError(where, "port", f"{p.port!r} is not a TCP port")
         for prop in ("cpu", "memory"):

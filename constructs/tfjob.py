@@ -21,7 +21,7 @@ from colocate import quantity
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns1035_label, check_dns_label, check_image, check_pull_secret, pull_secrets
 from colocate.constructs.node_pool import NodePool
-from colocate.model.names import (CHECKPOINT_ENV, GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, OFFLINE_MAX_GRACE_SECONDS,
+from colocate.model.names import (CHECKPOINT_ENV, GPU, NO_GPU_VISIBLE, VISIBLE_DEVICES_ENV, JOB_NAME_LABEL, MAX_MEMORY_BURST, OFFLINE_MAX_GRACE_SECONDS,
                                    PROTECTED_ANNOTATIONS, REPLICA_TYPE_LABEL, SYNC_OPTIONS, TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT,
                                    TF_PORT_NAME, TF_ROLES, TFJOB_CLEAN_POD_POLICY, TFJOB_GROUP, TFJOB_KIND,
                                    TFJOB_MIN_GRACE_SECONDS, TFJOB_VERSION)
@@ -146,7 +146,9 @@ class TFJob(Construct):
             "image": p.image,
             "ports": [{"name": TF_PORT_NAME, "containerPort": TF_PORT, "protocol": "TCP"}],
             "resources": self._resources(spec),
-            "env": [{"name": CHECKPOINT_ENV, "value": self.checkpoint_dir}],
+            "env": [{"name": CHECKPOINT_ENV, "value": self.checkpoint_dir},
+                    # A GPU-less replica of a CUDA image would otherwise see every GPU of its node.
+                    *([] if spec.gpus else [{"name": VISIBLE_DEVICES_ENV, "value": NO_GPU_VISIBLE}])],
             "volumeMounts": [{"name": CHECKPOINT_VOLUME, "mountPath": self.checkpoint_dir}],
             "securityContext": {"allowPrivilegeEscalation": False, "seccompProfile": {"type": "RuntimeDefault"}},
         }

@@ -26,7 +26,7 @@ from colocate import ROOT, config as config_mod
 from colocate.constructs import kube_prometheus_stack as kps
 from colocate.constructs.colocation_mixin import ColocationMixin
 from colocate.constructs.mixin.config import MixinConfig
-from colocate.constructs.mixin.routing import CHAT, NULL, PAGER, SECRETS_DIR, ReceiverSecret
+from colocate.constructs.mixin.routing import CHAT, HEARTBEAT, NULL, PAGER, SECRETS_DIR, ReceiverSecret
 from colocate.errors import InputError, PropError
 from colocate.model import cluster as cluster_mod
 from colocate.model.names import CRITICAL, INFO, SEVERITIES, WARNING
@@ -106,7 +106,7 @@ def test_helm_merge_with_the_chart_default_changes_nothing():
 def test_amtool_check_config_passes(config_file):
     proc = _amtool("check-config", str(config_file))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS" in proc.stdout and " - 4 inhibit rules" in proc.stdout and " - 3 receivers" in proc.stdout
+    assert "SUCCESS" in proc.stdout and " - 4 inhibit rules" in proc.stdout and " - 4 receivers" in proc.stdout
 
 
 def test_amtool_check_config_rejects_a_broken_route(tmp_path):
@@ -125,8 +125,17 @@ def test_each_severity_reaches_its_receiver(config_file, severity, receiver):
     assert _routes_to(config_file, labels) == receiver
 
 
-def test_watchdog_goes_nowhere_whatever_its_severity(config_file):
-    assert _routes_to(config_file, {"alertname": "Watchdog", "severity": CRITICAL}) == NULL
+def test_watchdog_beats_to_the_dead_mans_switch_whatever_its_severity(config_file):
+    assert _routes_to(config_file, {"alertname": "Watchdog", "severity": CRITICAL}) == HEARTBEAT
+    route = next(r for r in _effective_config()["route"]["routes"] if r["receiver"] == HEARTBEAT)
+    assert route["repeat_interval"] == route["group_interval"] == "1m" and route["group_wait"] == "0s"
+
+
+def test_without_a_heartbeat_key_the_watchdog_goes_nowhere():
+    config = ColocationMixin(MixinConfig.from_cluster(cluster_mod.reference(config_mod.load()))).alertmanager_config(
+        ReceiverSecret("receivers", heartbeat_url_key=None))
+    assert config["route"]["routes"][0]["receiver"] == NULL
+    assert HEARTBEAT not in {r["name"] for r in config["receivers"]}
 
 
 def test_every_mixin_alert_reaches_the_receiver_of_its_severity(config_file):
@@ -158,7 +167,7 @@ def test_receiver_credentials_are_files_of_the_mounted_secret_never_values():
     text = yaml.safe_dump(values["alertmanager"]["config"])
     assert not re.search(r"^\s*(url|credentials|api_url|routing_key|token):", text, re.M)
     files = re.findall(r"_file: (\S+)", text)
-    assert len(files) == 3
+    assert len(files) == 4
     assert all(f.startswith(f"{SECRETS_DIR}/{name}/") for f in files), files
 
 
@@ -237,7 +246,8 @@ def _free_port() -> int:
 def test_a_real_alertmanager_pages_the_critical_and_mutes_its_warning(tmp_path):
     """The shipped config in Alertmanager itself: URLs and token read from the Secret's files
     (here a temporary folder in place of the mount), the critical alert posted to the pager,
-    the warning of the same alert and namespace inhibited, another warning posted to chat."""
+    the warning of the same alert and namespace inhibited, another warning posted to chat, the
+    Watchdog posted to the dead man's switch."""
     if not ALERTMANAGER.is_file():
         pytest.fail(f"bin/alertmanager is missing: {INSTALL_HINT}")
     secret = config_mod.load().monitoring.alertmanager_secret
@@ -250,6 +260,7 @@ def test_a_real_alertmanager_pages_the_critical_and_mutes_its_warning(tmp_path):
     (mount / secret.paging_url_key).write_text(f"{base}/pager\n")
     (mount / secret.chat_url_key).write_text(f"{base}/chat\n")
     (mount / secret.chat_token_key).write_text("t0ken\n")
+    (mount / secret.heartbeat_url_key).write_text(f"{base}/heartbeat\n")
     config = _effective_config()
     # Only the waits shrink, so the test takes seconds.
     config["route"].update(group_wait="1s", group_interval="1s")
@@ -265,13 +276,13 @@ def test_a_real_alertmanager_pages_the_critical_and_mutes_its_warning(tmp_path):
         wait_ready(url, proc, tmp_path / "alertmanager.log", "alertmanager")
         alerts = [{"labels": {"alertname": name, "namespace": "training", "severity": severity}}
                   for name, severity in [("ColocateNodeCPUHigh", CRITICAL), ("ColocateNodeCPUHigh", WARNING),
-                                         ("ColocateTrainingPodPending", WARNING)]]
+                                         ("ColocateTrainingPodPending", WARNING), ("Watchdog", "none")]]
         request = urllib.request.Request(f"{url}/api/v2/alerts", data=json.dumps(alerts).encode(),
                                          headers={"Content-Type": "application/json"}, method="POST")
         with urllib.request.urlopen(request, timeout=10) as resp:
             assert resp.status == 200
         deadline = time.monotonic() + 20
-        while len(hooks.received) < 2 and time.monotonic() < deadline:
+        while len(hooks.received) < 3 and time.monotonic() < deadline:
             time.sleep(0.2)
         time.sleep(2)  # a muted warning, had it been sent, would arrive with the next flush
     finally:
@@ -280,5 +291,6 @@ def test_a_real_alertmanager_pages_the_critical_and_mutes_its_warning(tmp_path):
         hooks.shutdown()
     assert sorted(hooks.received) == [
         ("/chat", "Bearer t0ken", [("ColocateTrainingPodPending", WARNING)]),
+        ("/heartbeat", None, [("Watchdog", "none")]),
         ("/pager", None, [("ColocateNodeCPUHigh", CRITICAL)]),
     ], (tmp_path / "alertmanager.log").read_text()[-2000:]

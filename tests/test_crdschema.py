@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 import yaml
 
-from colocate import ROOT, config
+from colocate import ROOT, cli, config
 from colocate.schemagen.crd import (
     CORE_SCHEMA_LOCATION,
     CRD_SCHEMA_LOCATION,
@@ -258,6 +258,8 @@ def test_generator_reproduces_committed_schemas_byte_for_byte(tmp_path):
         "monitoring.coreos.com/prometheusrule_v1.json",
         "kubelet.config.k8s.io/kubeletconfiguration_v1beta1.json",
         "kubeadm.k8s.io/joinconfiguration_v1beta3.json",
+        "kubeadm.k8s.io/clusterconfiguration_v1beta3.json",
+        "kubeproxy.config.k8s.io/kubeproxyconfiguration_v1alpha1.json",
     }
     assert not any(p.parts[0] == "kubeflow.org" for p in fresh)
 
@@ -309,6 +311,13 @@ def test_python_jsonschema_agrees_on_fixtures(kind):
 KUBELET = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"}
 JOIN = {"apiVersion": "kubeadm.k8s.io/v1beta3", "kind": "JoinConfiguration",
         "discovery": {"file": {"kubeConfigPath": "/etc/kubernetes/discovery.conf"}}}
+CLUSTER = {"apiVersion": "kubeadm.k8s.io/v1beta3", "kind": "ClusterConfiguration"}
+PROXY = {"apiVersion": "kubeproxy.config.k8s.io/v1alpha1", "kind": "KubeProxyConfiguration"}
+
+
+def _external_etcd(**fields) -> dict:
+    return {**CLUSTER, "etcd": {"external": {"endpoints": ["https://10.0.0.5:2379"], **fields}}}
+
 
 
 @pytest.mark.parametrize(
@@ -334,12 +343,66 @@ JOIN = {"apiVersion": "kubeadm.k8s.io/v1beta3", "kind": "JoinConfiguration",
         ({**JOIN, "discovery": {"timeout": "5m"}}, False),  # neither bootstrapToken nor file
         ({**JOIN, "discovery": {"file": {"kubeConfigPath": "/x"}, "bootstrapToken": {"token": "t"}}}, False),
         ({k: v for k, v in JOIN.items() if k != "discovery"}, False),
+        # ClusterConfiguration: each verdict agrees with kubeadm v1.28.15 (strict decoding, then
+        # its defaulting and ValidateClusterConfiguration)
+        (CLUSTER, True),
+        ({**CLUSTER, "metadata": {"name": "cluster"}}, False),  # TypeMeta only
+        ({**CLUSTER, "etcd": {"local": {}, "external": {"endpoints": []}}}, False),  # mutually exclusive
+        ({**CLUSTER, "etcd": {"local": {"dataDir": ""}}}, True),  # empty: kubeadm's default
+        ({**CLUSTER, "etcd": {"local": {"dataDir": "var/lib/etcd"}}}, False),  # not absolute
+        ({**CLUSTER, "etcd": {"local": {"peerCertSANs": ["Etcd.local"]}}}, False),
+        (_external_etcd(), True),
+        ({**CLUSTER, "etcd": {"external": {"endpoints": ["http://10.0.0.5:2379"]}}}, True),  # no TLS files
+        ({**CLUSTER, "etcd": {"external": {"endpoints": ["10.0.0.5:2379"]}}}, False),  # no scheme
+        (_external_etcd(caFile="/ca.crt", certFile="/etcd.crt", keyFile="/etcd.key"), True),
+        (_external_etcd(caFile="", certFile="", keyFile=""), True),  # empty means unset
+        (_external_etcd(caFile="/ca.crt", certFile="/etcd.crt"), False),  # cert without key
+        (_external_etcd(certFile="/etcd.crt", keyFile="/etcd.key"), False),  # cert and key without CA
+        ({**CLUSTER, "etcd": {"external": {"endpoints": ["http://10.0.0.5:2379"], "caFile": "/ca.crt"}}},
+         False),  # a TLS file and an http endpoint
+        ({**CLUSTER, "apiServer": {"certSANs": ["10.0.0.1", "*.example.com", "fd00::1", "api.example.com"]}}, True),
+        ({**CLUSTER, "apiServer": {"certSANs": ["API.example.com"]}}, False),
+        ({**CLUSTER, "apiServer": {"timeoutForControlPlane": "4 minutes"}}, False),
+        ({**CLUSTER, "controlPlaneEndpoint": "api.example.com:6443"}, True),
+        ({**CLUSTER, "controlPlaneEndpoint": "[fd00::1]:6443"}, True),
+        ({**CLUSTER, "controlPlaneEndpoint": "10.0.0.1:65536"}, False),
+        ({**CLUSTER, "controlPlaneEndpoint": "https://api:6443"}, False),
+        ({**CLUSTER, "networking": {"dnsDomain": "Cluster.local"}}, False),
+        ({**CLUSTER, "featureGates": {"EtcdLearnerMode": True}}, True),
+        ({**CLUSTER, "featureGates": {"NodeSwap": True}}, False),  # a kubelet gate, not kubeadm's
+        ({**CLUSTER, "dns": {"type": "CoreDNS"}}, False),  # v1beta2's field
+        ({**CLUSTER, "scheduler": {"extraVolumes": [{"name": "a", "hostPath": "/a", "mountPath": "/a",
+                                                      "pathType": "Dir"}]}}, False),
+        # KubeProxyConfiguration: each verdict agrees with kube-proxy v1.28.15 (strict decoding,
+        # then its defaulting and validation on Linux)
+        (PROXY, True),
+        ({**PROXY, "metricsBindAddress": "0.0.0.0"}, True),  # the default port is appended
+        ({**PROXY, "metricsBindAddress": "[::]:10249"}, True),
+        ({**PROXY, "metricsBindAddress": "0.0.0.0:99999"}, False),
+        ({**PROXY, "metricsBindAddress": "localhost:10249"}, False),  # must be an IP
+        ({**PROXY, "healthzBindAddress": "0.0.0.0:0"}, False),
+        ({**PROXY, "bindAddress": "0.0.0.0:1"}, False),
+        ({**PROXY, "mode": "ipvs"}, True),
+        ({**PROXY, "mode": "kernelspace"}, False),  # Windows only
+        ({**PROXY, "mode": "userspace"}, False),  # removed in 1.26
+        ({**PROXY, "detectLocalMode": "nodeCIDR"}, False),
+        ({**PROXY, "oomScoreAdj": -1001}, False),
+        ({**PROXY, "iptables": {"masqueradeBit": 32}}, False),
+        ({**PROXY, "iptables": {"syncPeriod": "-1s"}}, False),
+        ({**PROXY, "conntrack": {"min": -1}}, False),
+        ({**PROXY, "clientConnection": {"burst": -1}}, False),
+        ({**PROXY, "oomScoreAdj": None, "nodePortAddresses": None, "iptables": {"masqueradeBit": None,
+          "localhostNodePorts": None}, "conntrack": {"maxPerCore": None, "min": None,
+          "tcpEstablishedTimeout": None, "tcpCloseWaitTimeout": None}, "ipvs": {"excludeCIDRs": None}}, True),
+        ({**PROXY, "conntrack": {"tcpCloseWaitTimeout": 3600}}, False),  # a Duration is a string
     ],
 )
 def test_handwritten_config_schemas(doc, valid):
     schema = json.loads({
         "KubeletConfiguration": SCHEMA_DIR / "kubelet.config.k8s.io" / "kubeletconfiguration_v1beta1.json",
         "JoinConfiguration": SCHEMA_DIR / "kubeadm.k8s.io" / "joinconfiguration_v1beta3.json",
+        "ClusterConfiguration": SCHEMA_DIR / "kubeadm.k8s.io" / "clusterconfiguration_v1beta3.json",
+        "KubeProxyConfiguration": SCHEMA_DIR / "kubeproxy.config.k8s.io" / "kubeproxyconfiguration_v1alpha1.json",
     }[doc["kind"]].read_text())
     assert jsonschema.Draft7Validator(schema).is_valid(doc) is valid
 
@@ -408,6 +471,11 @@ INVALID = {
     "kubeletconfiguration-reserved-number.yaml": "at '/systemReserved/cpu': got number, want string",
     "kubeletconfiguration-unknown-field.yaml": "additional properties 'systemReserverd' not allowed",
     "joinconfiguration-v1beta4-args.yaml": "at '/nodeRegistration/kubeletExtraArgs': got array, want object",
+    "clusterconfiguration-unknown-field.yaml": "additional properties 'controllerManger' not allowed",
+    "clusterconfiguration-v1beta4-args.yaml": "at '/scheduler/extraArgs': got array, want object",
+    "kubeproxyconfiguration-unknown-field.yaml": "additional properties 'metricsBindAdress' not allowed",
+    "kubeproxyconfiguration-oomscoreadj-string.yaml": "at '/oomScoreAdj': got string, want null or integer",
+    "kubeproxyconfiguration-metrics-no-host.yaml": "at '/metricsBindAddress': ':10249' does not match pattern",
     "deployment-unknown-field.yaml": "additional properties 'resource' not allowed",
 }
 
@@ -421,3 +489,12 @@ def test_kubeconform_rejects_each_invalid_fixture(kubeconform_args):
     for name, message in INVALID.items():
         assert by_file[name]["status"] == "statusInvalid", by_file[name]
         assert message in by_file[name]["msg"], by_file[name]["msg"]
+
+
+def test_colocate_check_takes_a_kubeadm_control_plane_file_as_it_is(capsys):
+    """ClusterConfiguration and KubeProxyConfiguration are no API objects (NON_API_KINDS): no
+    metadata or namespace findings, and kubeconform holds both documents to their schemas."""
+    code = cli.main(["check", "--format", "json", str(FIXTURES / "valid" / "kubeadm-control-plane.yaml")])
+    result = json.loads(capsys.readouterr().out)
+    assert (code, result["findings"]) == (0, []), result
+    assert result["kubeconform"] == {"valid": 2, "invalid": 0, "errors": 0, "skipped": 0}

@@ -66,7 +66,8 @@ def test_check_names_an_offline_deployment_without_priority(tmp_path):
         "metadata": {"name": "adhoc-trainer", "namespace": "training"},
         "spec": {"selector": {"matchLabels": {"app": "adhoc"}}, "template": {
             "metadata": {"labels": {"app": "adhoc"}},
-            "spec": {"containers": [{"name": "tensorflow", "image": "harbor.example.com/ml/tf:2.11.0"}]}}},
+            "spec": {"containers": [{"name": "tensorflow", "image": "harbor.example.com/ml/tf:2.11.0",
+                                     "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]}]}}},
     }))
     proc = colocate("check", str(copy))
     assert proc.returncode == 1, proc.stdout + proc.stderr

@@ -205,6 +205,12 @@ def test_an_index_written_before_it_listed_extra_files_keeps_only_containerds_fi
     for entry in index["folders"].values():
         entry.pop("files", None)
     (out / "index.yaml").write_text(yaml.safe_dump(index, sort_keys=False))
+    # Synth of that age wrote no udev rule: one there now is not its own.
+    udev = sorted(p.relative_to(out).as_posix() for p in out.glob("nodes/*/udev/*"))
+    assert udev and render.foreign_files(out) == udev
+    for rule in udev:
+        (out / rule).unlink()
+        (out / rule).parent.rmdir()
     assert render.foreign_files(out) == []
     write(out / "nodes/mixed/containerd/harbor-ca.crt", "mine\n")
     write(out / "apps/online/NOTES.md", "mine\n")
@@ -696,6 +702,13 @@ def test_config_errors_name_the_file_and_key_in_synth(tmp_path):
     future = _config_with(tmp_path, lambda d: d.__setitem__("kubernetesVersion", "1.99.0"))
     proc = ran(colocate("--config", str(future), "synth", "--outdir", "out", cwd=tmp_path), 2)
     assert f"{future}:$.kubernetesVersion" in proc.stderr and "1.99.0" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_prometheus_on_the_shared_nfs_class_is_refused_naming_the_key(tmp_path):
+    nfs = _config_with(tmp_path, lambda d: d["monitoring"].__setitem__("storageClass", d["storage"]["sharedClass"]))
+    proc = ran(colocate("--config", str(nfs), "synth", "--outdir", "out", cwd=tmp_path), 2)
+    assert f"{nfs}:$.monitoring.storageClass" in proc.stderr and "NFS" in proc.stderr, proc.stderr
     assert not (tmp_path / "out").exists()
 
 

@@ -37,6 +37,7 @@ def job(**metadata: str) -> dict:
             "spec": {"template": {"spec": {
                 "restartPolicy": "Never", "priorityClassName": "offline-batch",
                 "containers": [{"name": "main", "image": IMAGE,
+                                "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}],
                                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
                                               "limits": {"cpu": "100m", "memory": "64Mi"}}}]}}}}
 

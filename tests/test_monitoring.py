@@ -100,7 +100,7 @@ def test_colocate_check_reports_a_rule_without_the_release_label(tmp_path):
     assert "release" in found[0].message
 
 
-def test_kube_state_metrics_exports_tfjob_conditions_as_the_catalog_says(rendered):
+def test_kube_state_metrics_exports_tfjob_conditions_and_annotations_as_the_catalog_says(rendered):
     """The KPS values enable kube-state-metrics' custom-resource-state config for TFJobs with the
     RBAC it needs; the metric it yields (name = <metricNamePrefix>_<name>, labels = the
     resource's and the metric's labelsFromPath plus the customresource_* labels kube-state-metrics
@@ -111,13 +111,14 @@ def test_kube_state_metrics_exports_tfjob_conditions_as_the_catalog_says(rendere
     assert ksm["customResourceState"]["enabled"] is True
     (resource,) = ksm["customResourceState"]["config"]["spec"]["resources"]
     assert resource["groupVersionKind"] == {"group": "kubeflow.org", "version": "v1", "kind": "TFJob"}
-    (metric,) = resource["metrics"]
-    gauge = metric["each"]["gauge"]
-    assert (metric["each"]["type"], gauge["path"], gauge["valueFrom"]) == ("Gauge", ["status", "conditions"], ["status"])
-    name = f"{resource['metricNamePrefix']}_{metric['name']}"
-    labels = set(resource["labelsFromPath"]) | set(gauge["labelsFromPath"]) | {
-        "customresource_group", "customresource_kind", "customresource_version"}
-    entry = catalog().metrics[name]
-    assert entry.exporter == "kube-state-metrics"
-    assert labels <= entry.labels and {"job", "instance"} <= entry.labels
+    condition, annotation = resource["metrics"]
+    gauge = condition["each"]["gauge"]
+    assert (condition["each"]["type"], gauge["path"], gauge["valueFrom"]) == ("Gauge", ["status", "conditions"], ["status"])
+    info = annotation["each"]["info"]
+    assert (annotation["each"]["type"], info["path"]) == ("Info", ["metadata", "annotations"])
+    common = set(resource["labelsFromPath"]) | {"customresource_group", "customresource_kind", "customresource_version"}
+    for metric, labels in ((condition, common | set(gauge["labelsFromPath"])), (annotation, common | {info["labelFromKey"]})):
+        entry = catalog().metrics[f"{resource['metricNamePrefix']}_{metric['name']}"]
+        assert entry.exporter == "kube-state-metrics"
+        assert labels <= entry.labels and {"job", "instance"} <= entry.labels
     assert {"apiGroups": ["kubeflow.org"], "resources": ["tfjobs"], "verbs": ["list", "watch"]} in ksm["rbac"]["extraRules"]

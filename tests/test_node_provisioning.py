@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from colocate import ROOT
+from colocate.constructs.node_pool import GPU_UDEV_RULE_FILE
 from colocate.model.pools import KUBELET_PATCH_FILE, PATCHES_DIR, UPGRADE_COMMAND
 
 NODES = ROOT / "dist" / "nodes"
@@ -51,3 +52,19 @@ def test_the_docs_give_the_exact_join_and_upgrade_commands():
     docs = (ROOT / "docs" / "node-pools.md").read_text()
     assert UPGRADE_COMMAND in readme and UPGRADE_COMMAND in docs
     assert f"{PATCHES_DIR}/{KUBELET_PATCH_FILE}" in readme and f"{PATCHES_DIR}/{KUBELET_PATCH_FILE}" in docs
+
+
+@pytest.mark.parametrize("pool", sorted(p.name for p in NODES.iterdir()))
+def test_gpu_pools_and_only_they_carry_the_dev_char_udev_rule(pool):
+    # GPU containers keep /dev/nvidia* under the static CPU manager only if runc finds the
+    # devices under /dev/char (docs/gpus.md, "Static CPU manager").
+    description = yaml.safe_load((NODES / pool / f"nodepool.{pool}.yaml").read_text())
+    has_gpus = bool(description["spec"]["capacity"].get("nvidia.com/gpu"))
+    rule = NODES / pool / GPU_UDEV_RULE_FILE
+    assert rule.is_file() == has_gpus
+    if has_gpus:
+        line = next(l for l in rule.read_text().splitlines() if l and not l.startswith("#"))
+        assert line == ('ACTION=="add", DEVPATH=="/bus/pci/drivers/nvidia", '
+                        'RUN+="/usr/bin/nvidia-ctk system create-dev-char-symlinks --create-all"')
+        docs = (ROOT / "docs" / "node-pools.md").read_text()
+        assert f"install -m 0644 {GPU_UDEV_RULE_FILE} /lib/udev/rules.d/" in docs

@@ -5,6 +5,7 @@ import copy
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 from colocate import ROOT, app, config as config_mod, manifests, render
@@ -176,6 +177,17 @@ def test_node_files_say_they_need_a_rejoin_and_taints_are_flagged():
     assert [d.rank for d in reasons] == [danger.TAINT, danger.NODES]
     assert "nodeRegistration.taints" in reasons[0].reason and "re-join" in reasons[1].reason
 
+
+
+@pytest.mark.parametrize(("api_version", "kind"), [("kubeadm.k8s.io/v1beta3", "ClusterConfiguration"),
+                                                   ("kubeproxy.config.k8s.io/v1alpha1", "KubeProxyConfiguration")])
+def test_control_plane_config_files_say_where_the_live_copy_is(api_version, kind):
+    rel = "control-plane/kubeadm.yaml"
+    obj = {"apiVersion": api_version, "kind": kind, "clusterName": "a"}
+    old = tree.Entry(tree.Key(api_version.split("/")[0], kind, "", rel), rel, "control-plane", obj)
+    new = tree.Entry(old.key, rel, old.app, {**obj, "clusterName": "b"})
+    (reason,) = danger.changed(old, new, compare.diff(old.obj, new.obj))
+    assert reason.rank == danger.NODES and "kubeadm-config" in reason.reason and "re-join" not in reason.reason
 
 def test_a_pod_larger_than_any_node_of_its_pool_is_unfit():
     pools = capacity.reference_pools()

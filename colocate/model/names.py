@@ -18,6 +18,15 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 TIER_LABEL = "colocate.io/tier"
 #: The extended resource the NVIDIA device plugin advertises.
 GPU = "nvidia.com/gpu"
+#: A container without a GPU request still sees every GPU of its node when its image sets
+#: NVIDIA_VISIBLE_DEVICES=all (CUDA images do) and the node's default runtime is nvidia: the
+#: device plugin's default ``envvar`` strategy only overwrites the variable for containers it
+#: allocates GPUs to (k8s-device-plugin v0.14.5 README, "if you don't request GPUs ...").
+#: ``void`` (or empty) makes the runtime behave as runc, ``none`` mounts the driver but no device
+#: (nvidia-container-toolkit v1.14.6 internal/config/image/devices.go NewVisibleDevices).
+VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
+NO_GPU_VISIBLE = "void"
+NO_GPU_VALUES = frozenset({"void", "none", ""})
 #: Common ``app.kubernetes.io`` labels.
 NAME_LABEL = "app.kubernetes.io/name"
 PART_OF_LABEL = "app.kubernetes.io/part-of"
@@ -126,6 +135,10 @@ TFJOB_CLEAN_POD_POLICY = "All"
 #: names it ``<metricNamePrefix>_<name>`` (pkg/customresourcestate/registry_factory.go fullName, v2.10.1).
 TFJOB_METRIC_PREFIX, TFJOB_CONDITION_METRIC_NAME = "kube_tfjob", "status_condition"
 TFJOB_CONDITION_METRIC = f"{TFJOB_METRIC_PREFIX}_{TFJOB_CONDITION_METRIC_NAME}"
+#: One series per annotation key of a TFJob, labelled ``annotation``: the resubmitter's
+#: disruption annotation tells a job failed by a disruption from one that failed on its own.
+TFJOB_ANNOTATION_METRIC_NAME, TFJOB_ANNOTATION_LABEL = "annotation", "annotation"
+TFJOB_ANNOTATION_METRIC = f"{TFJOB_METRIC_PREFIX}_{TFJOB_ANNOTATION_METRIC_NAME}"
 #: Its labels besides namespace: the TFJob's name and the condition type.
 TFJOB_NAME_METRIC_LABEL, TFJOB_CONDITION_LABEL = "tfjob", "type"
 
@@ -145,6 +158,13 @@ SEVERITIES = (CRITICAL, WARNING, INFO)
 
 # --- kube-prometheus-stack ----------------------------------------------------------------------
 KPS_CHART = "kube-prometheus-stack"
+#: kubeadm's and kube-proxy's configuration APIs (Kubernetes 1.28), and the metrics ports
+#: kube-prometheus-stack 55.5.1 scrapes: kubeEtcd.service.port 2381 (kubeadm's EtcdMetricsPort),
+#: kubeProxy.service.port 10249 (ports.ProxyStatusPort).
+KUBEADM_API_VERSION = "kubeadm.k8s.io/v1beta3"
+KUBE_PROXY_API_VERSION = "kubeproxy.config.k8s.io/v1alpha1"
+ETCD_METRICS_PORT = 2381
+KUBE_PROXY_METRICS_PORT = 10249
 #: templates/_helpers.tpl truncates the chart's fullname to 26 characters.
 _KPS_FULLNAME_MAX = 26
 

@@ -54,10 +54,18 @@ def _prune_disabled(obj: dict[str, Any]) -> bool:
     return KEEP_ON_PRUNE in sync_options(obj.get("metadata"))
 
 
+#: kubeadm control-plane config documents (``kubeadm init --config``), as opposed to node files.
+_CONTROL_PLANE_KINDS = frozenset({"ClusterConfiguration", "KubeProxyConfiguration"})
+
+
 def _node_file(entry: Entry) -> list[Danger]:
     """Node provisioning files reach a node only when it (re-)joins."""
     if entry.key.kind not in NON_API_KINDS:
         return []
+    if entry.key.kind in _CONTROL_PLANE_KINDS:
+        return [Danger(NODES, f"{entry.file} is not applied by Argo CD: kubeadm reads it at kubeadm init; a running "
+                              f"cluster keeps its live copies in the kube-system ConfigMaps kubeadm-config and "
+                              f"kube-proxy, which editing this file does not change")]
     return [Danger(NODES, f"{entry.file} is not applied by Argo CD: drain and re-join the pool's nodes for it to "
                           f"take effect (a CPU manager policy change also needs /var/lib/kubelet/cpu_manager_state "
                           f"removed)")]

@@ -3,12 +3,39 @@ from __future__ import annotations
 
 from typing import Any
 
-from colocate.constructs.mixin.config import eq, ne_value, re_, sel
+from colocate.constructs.mixin.config import eq, ne_value, nre, re_, sel
 from colocate.constructs.mixin.slo import LatencyGuard
 from colocate.model.names import WARNING
 
 
 class Alerts(LatencyGuard):
+    @property
+    def _daemonset_alerts(self) -> list[dict[str, Any]]:
+        """The chart's DaemonSet alerts, same expressions and ``for``, minus the pre-pull
+        DaemonSet, whose lowest-priority pods wait whenever training fills a node."""
+        c = self.config
+        ksm = f'{c.ksm_selector}, {ne_value("namespace", c.prepull_namespace)}'
+        exprs = {
+            "KubeDaemonSetRolloutStuck": (
+                _daemonset_rollout_stuck(ksm), "DaemonSet rollout is stuck.",
+                "DaemonSet {{ $labels.namespace }}/{{ $labels.daemonset }} has not finished or progressed for "
+                "at least {for_}."),
+            "KubeDaemonSetNotScheduled": (
+                f'{sel("kube_daemonset_status_desired_number_scheduled", ksm)} - '
+                f'{sel("kube_daemonset_status_current_number_scheduled", ksm)} > 0',
+                "DaemonSet pods are not scheduled.",
+                "{{ $value }} Pods of DaemonSet {{ $labels.namespace }}/{{ $labels.daemonset }} are not scheduled."),
+        }
+        out = []
+        for chart_alert, for_ in c.daemonset_alerts:
+            expr, summary, description = exprs[chart_alert]
+            out.append(_alert(chart_alert.replace("Kube", "Colocate", 1), expr, for_, summary=summary,
+                              description=description.replace("{for_}", for_),
+                              hint="kubectl -n {{ $labels.namespace }} describe daemonset {{ $labels.daemonset }}: a node "
+                                   "without room for its pod (a DaemonSet pod below the node's other pods' priority "
+                                   "waits there), a taint it does not tolerate, or an image that does not pull."))
+        return out
+
     @property
     def alerts(self) -> list[dict[str, Any]]:
         c, ksm, ns = self.config, self._ksm, self._ns
@@ -16,10 +43,12 @@ class Alerts(LatencyGuard):
         last_oom = sel("kube_pod_container_status_last_terminated_reason", ksm, ns, eq("reason", "OOMKilled"))
         now_oom = sel("kube_pod_container_status_terminated_reason", ksm, ns, eq("reason", "OOMKilled"))
         pending = sel("kube_pod_status_phase", ksm, ns, eq("phase", "Pending"))
-        not_training = ne_value("namespace", c.training_namespace)
+        not_training = nre("namespace", f"{c.training_namespace}|{c.prepull_namespace}")
         not_ready = (f'sum by (namespace, pod) (max by (namespace, pod) ({sel("kube_pod_status_phase", ksm, not_training, re_("phase", "Pending|Unknown|Failed"))})'
                      f' * on (namespace, pod) group_left (owner_kind) topk by (namespace, pod) '
                      f'(1, max by (namespace, pod, owner_kind) ({sel("kube_pod_owner", ksm, ne_value("owner_kind", "Job"))})))')
+        disrupted = (f"max by (namespace, {c.tfjob_label}) "
+                     f"({sel(c.tfjob_annotation_metric, ksm, ns, eq(c.tfjob_annotation_label, c.disruption_annotation))})")
         gpu_util = sel("DCGM_FI_DEV_GPU_UTIL", self._dcgm)
         idle_gpus = self._per_gpu(f"avg_over_time({gpu_util}[5m])")
         mixed_nodes = f'max by (node) ({sel("kube_node_labels", ksm, eq(c.pool_label, c.mixed_pool))})'
@@ -40,7 +69,8 @@ class Alerts(LatencyGuard):
                    hint="kubectl describe pod shows the scheduler's reason: usually the training ResourceQuota, "
                         "no free GPU on the mixed pool, or a PVC that cannot bind."),
             # kube-prometheus-stack 55.5.1's KubePodNotReady (templates/prometheus/rules-1.14/
-            # kubernetes-apps.yaml) minus the training namespace, whose pods have their own 30m rule.
+            # kubernetes-apps.yaml) minus the training namespace, whose pods have their own 30m rule,
+            # and the pre-pull DaemonSet's, which are the first preemption victims by design.
             _alert("ColocatePodNotReady", f"{not_ready} > 0", c.not_ready_for,
                    summary=f"Pod not ready for more than {c.not_ready_for}.",
                    description="Pod {{ $labels.namespace }}/{{ $labels.pod }} has been in a non-ready state for "
@@ -48,6 +78,7 @@ class Alerts(LatencyGuard):
                    hint="kubectl describe pod: Pending means the scheduler's reason (online pods preempt training "
                         "pods, so a Pending online pod means the pool itself is full); Failed or Unknown, the "
                         "container's or node's state."),
+            *self._daemonset_alerts,
             # Restarted containers keep the reason in lastState; with restartPolicy Never (the
             # TFJob default) the container stays terminated with the reason in its current state.
             _alert("ColocateTrainingPodOOMKilled",
@@ -70,7 +101,11 @@ class Alerts(LatencyGuard):
                         "or ExitCode restart until backoffLimit."),
             # The Failed condition, not training_operator_jobs_failed_total: v1.7.0 does not count a
             # failure through the backoff limit or deadline (constructs/mixin/tfjob_state.py).
-            _alert("ColocateTFJobFailed", self.tfjob_condition(eq(c.tfjob_condition_label, "Failed")), "0m",
+            # Not a job a disruption failed: the resubmitter re-creates it (or gives up, with its
+            # own alert), so telling chat each time training gives way would be noise.
+            _alert("ColocateTFJobFailed",
+                   f"{self.tfjob_condition(eq(c.tfjob_condition_label, 'Failed'))}"
+                   f" unless on (namespace, {c.tfjob_label}) {disrupted}", "0m",
                    summary="TFJob failed.",
                    description=f"TFJob {{{{ $labels.namespace }}}}/{{{{ $labels.{c.tfjob_label} }}}} is Failed; the alert "
                                "lasts until the TFJob is deleted or its file removed from jobs/.",
@@ -121,6 +156,16 @@ class Alerts(LatencyGuard):
                                   f"down or absent for {self.config.target_down_for}. {impact}",
                       hint=hint)
 
+
+
+def _daemonset_rollout_stuck(ksm: str) -> str:
+    """kube-prometheus-stack 55.5.1's KubeDaemonSetRolloutStuck expression for ``ksm`` series."""
+    m = lambda name: sel(f"kube_daemonset_status_{name}", ksm)  # noqa: E731
+    return (f"(({m('current_number_scheduled')} != {m('desired_number_scheduled')})"
+            f" or ({m('number_misscheduled')} != 0)"
+            f" or ({m('updated_number_scheduled')} != {m('desired_number_scheduled')})"
+            f" or ({m('number_available')} != {m('desired_number_scheduled')}))"
+            f" and (changes({m('updated_number_scheduled')}[5m]) == 0)")
 
 
 def _alert(name: str, expr: str, for_: str, *, summary: str, description: str, hint: str,

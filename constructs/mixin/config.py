@@ -21,7 +21,7 @@ from typing import Any
 
 from colocate import promql
 from colocate.model.slo import LatencySlo
-from colocate.model.names import (DCGM_EXPORTER_JOB, GIVEN_UP_METRIC, MAX_MEMORY_BURST, NAME_LABEL, POOL_LABEL,
+from colocate.model.names import (DISRUPTION_ANNOTATION, TFJOB_ANNOTATION_LABEL, TFJOB_ANNOTATION_METRIC, DCGM_EXPORTER_JOB, GIVEN_UP_METRIC, MAX_MEMORY_BURST, NAME_LABEL, POOL_LABEL,
                                   RESUBMISSIONS_METRIC, RESUBMITTER, TF_CONTAINER, TFJOB_CONDITION_LABEL,
                                   TFJOB_CONDITION_METRIC, TFJOB_NAME_METRIC_LABEL, TRAINING_OPERATOR_JOB)
 
@@ -59,6 +59,10 @@ def ne_value(label: str, value: str) -> str:
     return f'{label}!="{value}"'
 
 
+def nre(label: str, value: str) -> str:
+    return f'{label}!~"{value}"'
+
+
 def ne(label: str) -> str:
     return f'{label}!=""'
 
@@ -89,6 +93,9 @@ class MixinConfig:
     online_priority_class: str
     #: PriorityClass of offline pods.
     offline_priority_class: str
+    #: Namespace of the training-image pre-pull DaemonSet (``cluster.prepull_namespace``): its
+    #: pods run at the lowest priority, so the first preemption victims, Pending by design.
+    prepull_namespace: str = "image-prepull"
     #: kube-state-metrics as KPS 55.5.1 scrapes it.
     ksm_selector: str = 'job="kube-state-metrics"'
     #: node-exporter: KPS sets the job label to ``node-exporter``.
@@ -116,6 +123,11 @@ class MixinConfig:
     tfjob_condition_metric: str = TFJOB_CONDITION_METRIC
     tfjob_label: str = TFJOB_NAME_METRIC_LABEL
     tfjob_condition_label: str = TFJOB_CONDITION_LABEL
+    #: TFJob annotation keys from kube-state-metrics, and the key the resubmitter writes when a
+    #: disruption takes a job's pod (docs/resubmission.md).
+    tfjob_annotation_metric: str = TFJOB_ANNOTATION_METRIC
+    tfjob_annotation_label: str = TFJOB_ANNOTATION_LABEL
+    disruption_annotation: str = DISRUPTION_ANNOTATION
     #: How far a training memory limit may exceed the request (the TFJob construct's bound).
     max_memory_burst: int = MAX_MEMORY_BURST
     #: kube-state-metrics label of the ``colocate.io/pool`` node label (needs the allowlist).
@@ -129,6 +141,11 @@ class MixinConfig:
     #: How long any other pod may stay not ready (kube-prometheus-stack's KubePodNotReady, which
     #: we replace because it would fire on training pods at 15 minutes).
     not_ready_for: str = "15m"
+    #: kube-prometheus-stack 55.5.1's DaemonSet alerts (rules-1.14/kubernetes-apps.yaml), which we
+    #: replace because they would fire on the pre-pull DaemonSet whenever training fills a node:
+    #: (chart alert, its ``for``).
+    daemonset_alerts: tuple[tuple[str, str], ...] = (("KubeDaemonSetRolloutStuck", "15m"),
+                                                      ("KubeDaemonSetNotScheduled", "10m"))
     #: GPU utilisation (percent, 5-minute average) below which a GPU counts as idle, and for how long.
     gpu_idle_percent: int = 10
     gpu_idle_for: str = "15m"
@@ -167,6 +184,7 @@ class MixinConfig:
     @classmethod
     def from_cluster(cls, cluster: Any) -> "MixinConfig":
         return cls(training_namespace=cluster.training_namespace, mixed_pool=cluster.mixed_pool,
+                   prepull_namespace=cluster.prepull_namespace,
                    online_priority_class=cluster.tier("online").name,
                    offline_priority_class=cluster.tier("offline").name,
                    online_slos=tuple(ServiceSlo(s.name, cluster.online_namespace, s.slo)

@@ -21,14 +21,16 @@ from colocate.model.validate import check_dns_label
 
 #: Where prometheus-operator v0.70.0 mounts each Secret of ``spec.secrets`` (pkg/alertmanager/statefulset.go).
 SECRETS_DIR = "/etc/alertmanager/secrets"
-#: Receivers: who is paged, who is told in chat, and nobody.
-PAGER, CHAT, NULL = "pager", "chat", "null"
+#: Receivers: who is paged, who is told in chat, the dead man's switch, and nobody.
+PAGER, CHAT, HEARTBEAT, NULL = "pager", "chat", "heartbeat", "null"
 #: The receiver of each severity that notifies someone. Every other alert goes to NULL: info,
 #: and the chart's ``severity: none`` alerts (Watchdog, InfoInhibitor).
 SEVERITY_RECEIVERS = {CRITICAL: PAGER, WARNING: CHAT}
-#: The chart's always-firing alert; to NULL as in the chart's default config (point it at a
-#: dead man's switch to be told when the alert pipeline itself is down).
+#: The chart's always-firing alert. It goes to HEARTBEAT, a dead man's switch outside the
+#: cluster that pages when the notifications stop (Prometheus, Alertmanager or their network
+#: down), re-sent every HEARTBEAT_INTERVAL; to NULL only when no heartbeat URL is configured.
 WATCHDOG = "Watchdog"
+HEARTBEAT_INTERVAL = "1m"
 #: The chart's alert that fires while a namespace has only info alerts, to mute them (rules-1.14/general.rules.yaml).
 INFO_INHIBITOR = "InfoInhibitor"
 #: Secret data keys as the API server accepts them.
@@ -49,6 +51,9 @@ class ReceiverSecret:
     #: Key holding the bearer token sent with chat notifications; None when the chat webhook
     #: needs none (its URL is the secret).
     chat_token_key: str | None = "chat-token"
+    #: Key holding the dead man's switch's URL the Watchdog is posted to; None: no switch, the
+    #: Watchdog goes nowhere (and nobody learns that alerting is down).
+    heartbeat_url_key: str | None = "heartbeat-url"
 
     def path(self, key: str) -> str:
         """Where Alertmanager reads ``key`` of this Secret."""
@@ -60,6 +65,8 @@ class ReceiverSecret:
         keys = {"paging_url_key": self.paging_url_key, "chat_url_key": self.chat_url_key}
         if self.chat_token_key is not None:
             keys["chat_token_key"] = self.chat_token_key
+        if self.heartbeat_url_key is not None:
+            keys["heartbeat_url_key"] = self.heartbeat_url_key
         for prop, key in keys.items():
             if not isinstance(key, str) or len(key) > 253 or not _SECRET_KEY.match(key):
                 raise PropError(where, prop, f"{key!r} is not a Secret key (letters, digits, '-', '_', '.')")
@@ -76,12 +83,20 @@ class Routing(Selectors):
         chat: dict[str, Any] = {"url_file": secret.path(secret.chat_url_key), "send_resolved": True}
         if secret.chat_token_key is not None:
             chat["http_config"] = {"authorization": {"credentials_file": secret.path(secret.chat_token_key)}}
+        watchdog: dict[str, Any] = {"receiver": NULL, "matchers": [f'alertname = "{WATCHDOG}"']}
+        receivers: list[dict[str, Any]] = [{"name": NULL}]
+        if secret.heartbeat_url_key is not None:
+            # Sent at once and then every interval, so the switch hears a steady beat.
+            watchdog.update(receiver=HEARTBEAT, group_wait="0s", group_interval=HEARTBEAT_INTERVAL,
+                            repeat_interval=HEARTBEAT_INTERVAL)
+            receivers.append({"name": HEARTBEAT, "webhook_configs": [{
+                "url_file": secret.path(secret.heartbeat_url_key), "send_resolved": False}]})
         return {
             "global": {"resolve_timeout": "5m"},
             "route": {
                 "receiver": NULL, "group_by": list(c.group_by), "group_wait": c.group_wait,
                 "group_interval": c.group_interval, "repeat_interval": c.repeat_interval,
-                "routes": [{"receiver": NULL, "matchers": [f'alertname = "{WATCHDOG}"']}] + [
+                "routes": [watchdog] + [
                     {"receiver": receiver, "matchers": [f'severity = "{severity}"']}
                     for severity, receiver in SEVERITY_RECEIVERS.items()],
             },
@@ -97,7 +112,7 @@ class Routing(Selectors):
                 {"target_matchers": [f'alertname = "{INFO_INHIBITOR}"']},
             ],
             "receivers": [
-                {"name": NULL},
+                *receivers,
                 {"name": PAGER, "webhook_configs": [{"url_file": secret.path(secret.paging_url_key),
                                                      "send_resolved": True}]},
                 {"name": CHAT, "webhook_configs": [chat]},

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from colocate.model.names import (TFJOB_CONDITION_LABEL, TFJOB_CONDITION_METRIC_NAME, TFJOB_GROUP, TFJOB_KIND,
-                                  TFJOB_METRIC_PREFIX, TFJOB_NAME_METRIC_LABEL, TFJOB_PLURAL, TFJOB_VERSION)
+from colocate.model.names import (TFJOB_ANNOTATION_LABEL, TFJOB_ANNOTATION_METRIC_NAME, TFJOB_CONDITION_LABEL,
+                                  TFJOB_CONDITION_METRIC_NAME, TFJOB_GROUP, TFJOB_KIND, TFJOB_METRIC_PREFIX,
+                                  TFJOB_NAME_METRIC_LABEL, TFJOB_PLURAL, TFJOB_VERSION)
 
 
 def ksm_config() -> dict[str, Any]:
@@ -28,6 +29,13 @@ def ksm_config() -> dict[str, Any]:
             "each": {"type": "Gauge", "gauge": {"path": ["status", "conditions"],
                                                 "labelsFromPath": {TFJOB_CONDITION_LABEL: ["type"]},
                                                 "valueFrom": ["status"]}},
+        }, {
+            # An Info over the annotations map: one series (value 1) per key, the key as label
+            # (registry_factory.go compiledInfo.Values, labelFromKey). Values are not exported.
+            "name": TFJOB_ANNOTATION_METRIC_NAME,
+            "help": "TFJob annotation keys: 1 per key the TFJob carries.",
+            "each": {"type": "Info", "info": {"path": ["metadata", "annotations"],
+                                              "labelFromKey": TFJOB_ANNOTATION_LABEL}},
         }],
     }]}}
 

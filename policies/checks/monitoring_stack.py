@@ -50,3 +50,101 @@ def _selected(doc: Doc, kind: str, stack: tuple[str, str, dict], namespaces: dic
     if ns_selector is None:
         return doc.namespace == home
     return selector_matches(ns_selector, namespaces.get(doc.namespace, {"kubernetes.io/metadata.name": doc.namespace}))
+
+
+#: The control-plane components kube-prometheus-stack scrapes on the node's address: its values
+#: key, the kubeadm/kube-proxy configuration kind and field that sets where the component
+#: listens, kubeadm's default there, and the chart alert that fires while it is unreachable.
+_CONTROL_PLANE = (
+    ("kubeScheduler", "ClusterConfiguration", "scheduler.extraArgs.bind-address", "127.0.0.1", "KubeSchedulerDown"),
+    ("kubeControllerManager", "ClusterConfiguration", "controllerManager.extraArgs.bind-address", "127.0.0.1",
+     "KubeControllerManagerDown"),
+    ("kubeEtcd", "ClusterConfiguration", "etcd.local.extraArgs.listen-metrics-urls", "http://127.0.0.1:2381",
+     "etcdInsufficientMembers"),
+    ("kubeProxy", "KubeProxyConfiguration", "metricsBindAddress", "127.0.0.1:10249", "KubeProxyDown"),
+)
+_CONFIG_GROUPS = {"ClusterConfiguration": "kubeadm.k8s.io", "KubeProxyConfiguration": "kubeproxy.config.k8s.io"}
+
+
+def _scraped(index: Index, key: str) -> bool:
+    """kube-prometheus-stack scrapes the component: ``<key>.enabled`` is not false in a checked
+    Application of the chart (the chart's default is true), or no such Application is checked."""
+    stacks = [((d.obj.get("spec") or {}).get("source") or {}) for d in index.of_kind("Application")]
+    values = [((s.get("helm") or {}).get("valuesObject") or {}) for s in stacks if s.get("chart") == KPS_CHART]
+    return not values or any(((v.get(key) or {}).get("enabled", True)) is not False for v in values)
+
+
+def _loopback_only(value: str) -> bool:
+    """Every address in ``value`` (an address, host:port, or comma-separated URLs) is loopback."""
+    hosts = []
+    for part in str(value).split(","):
+        host = part.strip().split("://", 1)[-1].rsplit(":", 1)[0] if ":" in part else part.strip()
+        hosts.append(host.strip("[]"))
+    return all(h.startswith("127.") or h in ("localhost", "::1", "") for h in hosts)
+
+
+def _field(obj: dict, path: str):
+    # The last part may hold dots of its own (extraArgs keys do not, but stay exact).
+    node = obj
+    for key in path.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def control_plane_metrics_reachable(index: Index, rule: Rule) -> Iterator[Violation]:
+    """A checked kubeadm ClusterConfiguration or KubeProxyConfiguration does not leave a
+    component the monitoring stack scrapes listening on loopback only."""
+    for key, kind, path, default, alert in _CONTROL_PLANE:
+        if not _scraped(index, key):
+            continue
+        for doc in index.of_kind(kind):
+            if doc.group != _CONFIG_GROUPS[kind]:
+                continue
+            if kind == "ClusterConfiguration" and path.startswith("etcd.") and (doc.obj.get("etcd") or {}).get("external"):
+                continue  # an external etcd is not kubeadm's to configure
+            value = _field(doc.obj, path)
+            if value is None or _loopback_only(value):
+                shown = f"{value!r}" if value is not None else f"unset, so the default {default!r}"
+                yield Violation(doc, path, f"{shown}: Prometheus scrapes {key} on the node's address, so {alert} "
+                                "fires for ever")
+
+
+#: Provisioners of shared (network) file systems: nfs-subdir-external-provisioner (its default
+#: name and the chart's), the NFS CSI driver, CephFS, EFS and Azure Files.
+_SHARED_FS_PROVISIONERS = frozenset({
+    "k8s-sigs.io/nfs-subdir-external-provisioner", "cluster.local/nfs-subdir-external-provisioner",
+    "nfs.csi.k8s.io", "cephfs.csi.ceph.com", "efs.csi.aws.com", "file.csi.azure.com", "kubernetes.io/nfs",
+})
+
+
+def _tsdb_claims(index: Index) -> Iterator[tuple[Doc, str, dict]]:
+    """(Application, field path, claim spec) of the Prometheus TSDB volume in every
+    kube-prometheus-stack Application's values."""
+    for doc in index.of_kind("Application"):
+        source = (doc.obj.get("spec") or {}).get("source") or {}
+        if source.get("chart") != KPS_CHART:
+            continue
+        values = (source.get("helm") or {}).get("valuesObject") or {}
+        storage = ((values.get("prometheus") or {}).get("prometheusSpec") or {}).get("storageSpec") or {}
+        yield (doc, "spec.source.helm.valuesObject.prometheus.prometheusSpec.storageSpec.volumeClaimTemplate.spec",
+               ((storage.get("volumeClaimTemplate") or {}).get("spec")) or {})
+
+
+def tsdb_not_on_shared_filesystem(index: Index, rule: Rule) -> Iterator[Violation]:
+    """The Prometheus TSDB claim is not on NFS or another shared file system: not the configured
+    ReadWriteMany class, not a class of a shared-file-system provisioner, not ReadWriteMany."""
+    shared = {d.name: d.obj.get("provisioner") for d in index.of_kind("StorageClass")
+              if d.obj.get("provisioner") in _SHARED_FS_PROVISIONERS}
+    for doc, path, spec in _tsdb_claims(index):
+        name = spec.get("storageClassName")
+        modes = spec.get("accessModes") or []
+        if name and name == index.ctx.shared_storage_class:
+            yield Violation(doc, f"{path}.storageClassName", f"{name!r} is colocate.yaml's storage.sharedClass, the "
+                            "ReadWriteMany (NFS) class")
+        elif name in shared:
+            yield Violation(doc, f"{path}.storageClassName", f"StorageClass {name!r} is provisioned by {shared[name]}, "
+                            "a shared file system")
+        elif "ReadWriteMany" in modes:
+            yield Violation(doc, f"{path}.accessModes", "ReadWriteMany asks for a shared file system")

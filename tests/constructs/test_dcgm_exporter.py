@@ -88,3 +88,13 @@ def test_bad_props_are_refused_naming_the_prop(overrides, prop):
 
 def test_runs_as_a_node_critical_agent_training_cannot_preempt():
     assert exporter()[0].values()["priorityClassName"] == "system-node-critical"
+
+
+def test_a_counters_change_rolls_the_exporter_through_a_pod_annotation():
+    import hashlib
+
+    construct, config_map = exporter()
+    annotation = construct.values()["podAnnotations"]["checksum/colocate-counters"]
+    assert annotation == hashlib.sha256(config_map["data"][CSV_KEY].encode()).hexdigest()
+    more, _ = exporter(used_fields=("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",))
+    assert more.values()["podAnnotations"]["checksum/colocate-counters"] != annotation

@@ -19,6 +19,11 @@ def test_runs_on_every_gpu_pool_tolerating_its_taints_at_node_critical_priority(
     assert values["image"] == {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": "v0.14.5"}
 
 
+def test_passes_device_specs_so_gpus_survive_the_static_cpu_manager():
+    values = NvidiaDevicePlugin(NvidiaDevicePluginProps(gpu_pools=["mixed"])).values()
+    assert values["compatWithCPUManager"] is True
+
+
 def test_no_gpu_pool_is_refused_with_the_switch_to_use():
     with pytest.raises(PropError, match="gpu.devicePlugin: false"):
         NvidiaDevicePlugin(NvidiaDevicePluginProps(gpu_pools=[]))

@@ -13,7 +13,7 @@ MONITORING_TAINT = Taint("monitoring", "true", "NoSchedule")
 
 def props(**overrides) -> KubePrometheusStackProps:
     base = dict(release="kube-prometheus-stack", namespace="monitoring", grafana_admin_secret="grafana-admin",
-                storage_class="nfs-client", storage_size="100Gi", retention="15d",
+                storage_class="monitoring-local", storage_size="100Gi", retention="15d",
                 monitor_labels={"release": "kube-prometheus-stack"},
                 pool_labels={"role": "monitoring", "colocate.io/pool": "monitoring"}, pool_taints=(MONITORING_TAINT,))
     return KubePrometheusStackProps(**{**base, **overrides})
@@ -45,11 +45,35 @@ def test_grafana_admin_comes_from_the_existing_secret_and_no_password_is_set():
     assert "adminPassword" not in grafana
 
 
-def test_prometheus_stores_on_the_shared_class_with_the_configured_size_and_retention():
+def test_prometheus_stores_on_the_monitoring_class_with_the_configured_size_and_retention():
     spec = values()["prometheus"]["prometheusSpec"]
     claim = spec["storageSpec"]["volumeClaimTemplate"]["spec"]
-    assert claim["storageClassName"] == "nfs-client" and claim["resources"]["requests"]["storage"] == "100Gi"
+    assert claim["storageClassName"] == "monitoring-local" and claim["resources"]["requests"]["storage"] == "100Gi"
     assert claim["accessModes"] == ["ReadWriteOnce"] and spec["retention"] == "15d"
+
+
+@pytest.mark.parametrize("size, retention_size", [("100Gi", "80GB"), ("50Gi", "40GB"), ("1Gi", "819MB"),
+                                                  ("3Gi", "2457MB")])
+def test_size_retention_stays_below_the_claim_in_prometheus_base_2_units(size, retention_size):
+    assert values(storage_size=size)["prometheus"]["prometheusSpec"]["retentionSize"] == retention_size
+
+
+def test_alertmanager_keeps_silences_on_its_own_claim():
+    storage = values()["alertmanager"]["alertmanagerSpec"]["storage"]
+    assert storage["volumeClaimTemplate"]["spec"] == {
+        "storageClassName": "monitoring-local", "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": "1Gi"}}}
+
+
+def test_every_monitoring_service_has_requests_and_a_memory_limit():
+    v = values()
+    placed = {"prometheus": v["prometheus"]["prometheusSpec"], "alertmanager": v["alertmanager"]["alertmanagerSpec"],
+              "grafana": v["grafana"], "kube-state-metrics": v["kube-state-metrics"],
+              "prometheusOperator": v["prometheusOperator"]}
+    for component, at in placed.items():
+        resources = at["resources"]
+        assert set(resources["requests"]) == {"cpu", "memory"}, component
+        assert set(resources["limits"]) == {"memory"}, component
 
 
 def test_node_exporter_uses_the_host_network_and_tolerates_every_taint():
@@ -113,6 +137,8 @@ def test_alertmanager_keeps_the_chart_config_unless_given_one_and_mounts_the_sec
     ({"monitor_labels": {}}, "monitor_labels"),
     ({"pool_labels": {}}, "pool_labels"),
     ({"storage_size": "lots"}, "storage_size"),
+    ({"alertmanager_storage_size": "0"}, "alertmanager_storage_size"),
+    ({"resources": {"thanos": {}}}, "resources"),
     ({"retention": "15 days"}, "retention"),
     ({"release": "Prom"}, "release"),
     ({"community_dashboards": (CommunityDashboard("x", 1860, 0),)}, "community_dashboards[0].revision"),

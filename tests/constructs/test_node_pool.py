@@ -50,6 +50,16 @@ def test_kubelet_configuration_writes_every_eviction_signal():
     assert join["nodeRegistration"]["kubeletExtraArgs"]["node-labels"] == "colocate.io/pool=p"
 
 
+@pytest.mark.parametrize("gpus, policy, expected", [
+    (2, "static", "best-effort"), (0, "static", None), (2, "none", None)])
+def test_gpu_pools_with_exclusive_cores_align_them_with_gpus_best_effort(gpus, policy, expected):
+    chart = cdk8s.Testing.chart()
+    NodePool(chart, "pool", NodePoolProps(name="p", nodes=1, cpu="8", memory="32Gi", gpus=gpus, kubelet=KubeletReservations(
+        system_reserved={"cpu": "1"}, cpu_manager_policy=policy)))
+    kubelet = cdk8s.Testing.synth(chart)[0]
+    assert kubelet.get("topologyManagerPolicy") == expected
+
+
 def test_join_configuration_carries_labels_and_taints():
     chart = cdk8s.Testing.chart()
     NodePool(chart, "pool", NodePoolProps(name="online", nodes=4, cpu="16", memory="64Gi", labels={"role": "online"},

@@ -73,6 +73,7 @@ def test_fractional_cpu_is_fine_without_the_static_cpu_manager():
     ({"image": "model:latest"}, "image", "pinned tag"),
     ({"port": 70000}, "port", "not a TCP port"),
     ({"pools": []}, "pools", "at least one pool"),
+    ({"pre_stop_delay_seconds": 30}, "pre_stop_delay_seconds", "taken from"),
 ])
 def test_bad_props_are_refused_naming_the_prop(overrides, prop, words):
     with pytest.raises(PropError) as err:
@@ -118,3 +119,23 @@ def test_the_pull_secret_goes_into_the_pod_template_and_must_be_a_secret_name():
     with pytest.raises(PropError) as err:
         synth(image_pull_secret="Harbor_Pull")
     assert err.value.prop == "image_pull_secret"
+
+
+def test_replicas_spread_over_nodes_without_ever_staying_pending_for_it():
+    pod = synth(pools=("online", "mixed"))["Deployment"]["spec"]["template"]["spec"]
+    assert pod["topologySpreadConstraints"] == [{
+        "maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "model"}}}]
+
+
+def test_a_stopping_pod_serves_through_the_pre_stop_delay_within_its_grace_period():
+    container = synth()["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["lifecycle"] == {"preStop": {"exec": {"command": ["sleep", "5"]}}}
+    assert "lifecycle" not in synth(pre_stop_delay_seconds=0)["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_a_service_without_gpus_hides_the_nodes_gpus_and_one_with_gpus_does_not():
+    env = synth()["Deployment"]["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"} in env
+    gpu = synth(gpus=1)["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    assert not [e for e in gpu.get("env", []) if e["name"] == "NVIDIA_VISIBLE_DEVICES"]

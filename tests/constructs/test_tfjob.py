@@ -82,7 +82,16 @@ def test_checkpoint_claim_is_mounted_with_its_path_in_an_env_var():
     assert pod["volumes"] == [{"name": "checkpoints", "persistentVolumeClaim": {"claimName": "mnist-checkpoints"}}]
     container = pod["containers"][0]
     assert container["volumeMounts"] == [{"name": "checkpoints", "mountPath": "/mnt/checkpoints/mnist"}]
-    assert container["env"] == [{"name": "CHECKPOINT_DIR", "value": "/mnt/checkpoints/mnist"}]
+    assert container["env"][0] == {"name": "CHECKPOINT_DIR", "value": "/mnt/checkpoints/mnist"}
+
+
+def test_replicas_without_gpus_hide_the_nodes_gpus_and_gpu_replicas_do_not():
+    # Parameter-server shape: a CPU Chief (the coordinator) and CPU PS beside GPU Workers.
+    objs = synth(roles={"Chief": ROLE, "Worker": GPU_ROLE, "PS": ROLE})
+    worker_env = replica(objs, "Worker")["template"]["spec"]["containers"][0]["env"]
+    for role in ("Chief", "PS"):
+        assert {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"} in replica(objs, role)["template"]["spec"]["containers"][0]["env"]
+    assert not [e for e in worker_env if e["name"] == "NVIDIA_VISIBLE_DEVICES"]
 
 
 def test_run_policy_cleans_every_pod_and_sets_no_ttl():

@@ -1,0 +1,88 @@
+"""Python checks for the GPU rules: what a container on a GPU node can see of the node's GPUs.
+Each takes the Index and its Rule and yields Violations; metadata, message and fix live in
+policies/rules/<id>.yaml.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from colocate.checker import Index, Rule, Violation
+from colocate.manifests import containers
+from colocate.model.names import GPU, NO_GPU_VALUES, VISIBLE_DEVICES_ENV
+
+#: The workload tiers whose pods we judge: platform add-ons (device plugin, DCGM exporter) read
+#: the GPUs on purpose and are not ours to change.
+_TIERS = ("online", "offline")
+
+
+def _requests_gpu(container: dict[str, Any]) -> bool:
+    resources = container.get("resources") or {}
+    return any(GPU in (resources.get(kind) or {}) for kind in ("limits", "requests"))
+
+
+def _visible_devices(container: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """(index, entry) of the container's NVIDIA_VISIBLE_DEVICES, the last one winning as in the
+    kubelet; None when the container does not set it."""
+    found = None
+    for i, entry in enumerate(container.get("env") or []):
+        if isinstance(entry, dict) and entry.get("name") == VISIBLE_DEVICES_ENV:
+            found = (i, entry)
+    return found
+
+
+def gpu_less_containers_hide_gpus(index: Index, rule: Rule) -> Iterator[Violation]:
+    """A container without a GPU request, in a pod a GPU pool admits, sets NVIDIA_VISIBLE_DEVICES
+    to void (or none): its image's own value (all, in CUDA images) would expose every GPU."""
+    gpu_pools = [p for p in index.ctx.pools if p.allocatable.gpus]
+    for tier in _TIERS:
+        for pod in index.pods(tier):
+            pools = [p.name for p in gpu_pools if p.admits(pod.spec)]
+            if not pools:
+                continue
+            for path, container in containers(pod):
+                if _requests_gpu(container):
+                    continue
+                found = _visible_devices(container)
+                if found is None:
+                    yield Violation(pod.doc, f"{path}.env", f"container {container.get('name')!r} requests no "
+                                    f"{GPU} but may run on GPU pool {', '.join(pools)} without {VISIBLE_DEVICES_ENV}")
+                    continue
+                i, entry = found
+                # A value from a ConfigMap or the downward API is the user's to know.
+                if "valueFrom" not in entry and (entry.get("value") or "") not in NO_GPU_VALUES:
+                    yield Violation(pod.doc, f"{path}.env[{i}].value", f"{VISIBLE_DEVICES_ENV}="
+                                    f"{entry.get('value')!r} on container {container.get('name')!r}, which requests "
+                                    f"no {GPU}")
+
+
+#: The device plugin's chart and image (NVIDIA/k8s-device-plugin v0.14.5).
+_PLUGIN_CHART = "nvidia-device-plugin"
+_PLUGIN_IMAGE = "k8s-device-plugin"
+
+
+def _pass_device_specs(container: dict[str, Any]) -> bool:
+    return any(isinstance(e, dict) and e.get("name") == "PASS_DEVICE_SPECS" and str(e.get("value")).lower() == "true"
+               for e in container.get("env") or [])
+
+
+def device_plugin_passes_device_specs(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Where a GPU pool runs the static CPU manager, the device plugin passes device specs: the
+    chart's compatWithCPUManager in an Application, PASS_DEVICE_SPECS=true in a workload."""
+    static = sorted(p.name for p in index.ctx.pools if p.allocatable.gpus and p.static_cpu)
+    if not static:
+        return
+    pools = ", ".join(static)
+    for doc in index.of_kind("Application"):
+        source = (doc.obj.get("spec") or {}).get("source") or {}
+        if source.get("chart") != _PLUGIN_CHART:
+            continue
+        values = (source.get("helm") or {}).get("valuesObject") or {}
+        if values.get("compatWithCPUManager") is not True:
+            yield Violation(doc, "spec.source.helm.valuesObject.compatWithCPUManager",
+                            f"{values.get('compatWithCPUManager')!r}, while GPU pool {pools} runs the static CPU manager")
+    for pod in index.pods():
+        for path, container in containers(pod):
+            image = str(container.get("image") or "")
+            if _PLUGIN_IMAGE in image.rsplit("/", 1)[-1] and not _pass_device_specs(container):
+                yield Violation(pod.doc, f"{path}.env", f"{image} without PASS_DEVICE_SPECS=true, while GPU pool "
+                                f"{pools} runs the static CPU manager")
