@@ -16,6 +16,7 @@ from colocate.constructs.node_pool import NodePool
 from colocate.constructs.tfjob import RoleSpec, TFJob, TFJobProps
 from colocate.errors import InputError, PropError
 from colocate.jobs import JobFile, file_path, file_words
+from colocate.model.names import GUARD_ANNOTATIONS
 from colocate.model.pools import PAUSE_IMAGE
 
 PREPULL_NAME = "training-image-prepull"
@@ -58,7 +59,7 @@ class TrainingChart(ColocateChart):
         Namespace(self, "prepull-namespace", NamespaceProps(name=ns, enforce="restricted"))
         emit(self, "prepull-deny", {
             "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": {"name": "default-deny", "namespace": ns},
+            "metadata": {"name": "default-deny", "namespace": ns, "annotations": dict(GUARD_ANNOTATIONS)},
             "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
         })
 

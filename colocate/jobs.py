@@ -54,14 +54,16 @@ class JobFile:
     def options(self) -> dict[str, Any]:
         """Job-level TFJobProps keyword arguments the file sets."""
         keys = {"checkpointSize": "checkpoint_size", "backoffLimit": "backoff_limit",
-                "terminationGracePeriodSeconds": "termination_grace_period_seconds", "command": "command", "args": "args"}
+                "terminationGracePeriodSeconds": "termination_grace_period_seconds", "command": "command", "args": "args",
+                "activeDeadlineSeconds": "active_deadline_seconds"}
         return {prop: self.data[key] for key, prop in keys.items() if key in self.data}
 
 
 #: Construct prop -> the job file's own key, for messages (the file says memoryLimit, not memory_limit).
 _FILE_KEYS = {**{field: key for key, field in _ROLE_FIELDS.items()}, "restart_policy": "restartPolicy",
               "checkpoint_size": "checkpointSize", "backoff_limit": "backoffLimit",
-              "termination_grace_period_seconds": "terminationGracePeriodSeconds"}
+              "termination_grace_period_seconds": "terminationGracePeriodSeconds",
+              "active_deadline_seconds": "activeDeadlineSeconds"}
 _PROP_WORDS = re.compile(r"\b(" + "|".join(k for k in _FILE_KEYS if "_" in k) + r")\b")
 
 

@@ -9,7 +9,7 @@ from constructs import Construct
 
 from colocate.constructs._k8s import emit
 from colocate.errors import PropError
-from colocate.model.names import PROTECTED, SYNC_OPTIONS
+from colocate.model.names import PROTECTED_ANNOTATIONS
 from colocate.model.validate import check_dns_label, check_labels
 
 PSA_LEVELS = ("privileged", "baseline", "restricted")
@@ -32,7 +32,8 @@ class NamespaceProps:
     #: Further labels, e.g. the tier label. Default: none.
     labels: Mapping[str, str] = field(default_factory=dict)
     #: Keep the namespace, and so everything in it, when Argo CD prunes it or its Application
-    #: is deleted (``Prune=false,Delete=false``). Default True.
+    #: is deleted (``Prune=false,Delete=false``), and out of the Application's sync status once
+    #: its file is gone (``IgnoreExtraneous``). Default True.
     protected: bool = True
 
 
@@ -54,5 +55,5 @@ class Namespace(Construct):
             labels.update({f"{_PSA}/warn": props.warn_and_audit, f"{_PSA}/audit": props.warn_and_audit})
         metadata = {"name": props.name, "labels": labels}
         if props.protected:
-            metadata["annotations"] = {SYNC_OPTIONS: PROTECTED}
+            metadata["annotations"] = dict(PROTECTED_ANNOTATIONS)
         emit(self, "namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata})

@@ -7,7 +7,7 @@ from constructs import Construct
 
 from colocate.errors import PropError
 from colocate.constructs._k8s import emit
-from colocate.model.names import TIER_LABEL
+from colocate.model.names import GUARD_ANNOTATIONS, TIER_LABEL
 from colocate.model.tiers import PriorityTier, validate_tiers
 
 
@@ -22,7 +22,9 @@ class PriorityTiers(Construct):
             emit(self, tier.name, {
                 "apiVersion": "scheduling.k8s.io/v1",
                 "kind": "PriorityClass",
-                "metadata": {"name": tier.name, "labels": {TIER_LABEL: tier.role}},
+                # Kept when the platform Application is deleted: without its class every new pod
+                # naming it is refused by the Priority admission plugin (docs/gitops.md).
+                "metadata": {"name": tier.name, "labels": {TIER_LABEL: tier.role}, "annotations": dict(GUARD_ANNOTATIONS)},
                 "value": tier.value,
                 "globalDefault": tier.global_default,
                 "preemptionPolicy": tier.preemption_policy,

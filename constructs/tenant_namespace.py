@@ -16,7 +16,7 @@ from colocate.errors import PropError
 from colocate.constructs._k8s import emit
 from colocate.constructs.namespace import PSA_LEVELS, Namespace, NamespaceProps
 from colocate.model.validate import check_dns_label
-from colocate.model.names import TIER_LABEL
+from colocate.model.names import GUARD_ANNOTATIONS, TIER_LABEL
 
 _QUANTITY_KIND = {"cpu": "cpu", "memory": "memory"}
 
@@ -76,7 +76,7 @@ class TenantNamespace(Construct):
         if props.quota:
             emit(self, "quota", {
                 "apiVersion": "v1", "kind": "ResourceQuota",
-                "metadata": {"name": f"{ns}-quota", "namespace": ns},
+                "metadata": {"name": f"{ns}-quota", "namespace": ns, "annotations": dict(GUARD_ANNOTATIONS)},
                 "spec": {"hard": {k: quantity.canonical(v, _quantity_kind(k)) for k, v in props.quota.items()}},
             })
         if props.limit_range:
@@ -88,13 +88,13 @@ class TenantNamespace(Construct):
                 item["max"] = self._canonical(lr.max)
             emit(self, "limits", {
                 "apiVersion": "v1", "kind": "LimitRange",
-                "metadata": {"name": f"{ns}-limits", "namespace": ns},
+                "metadata": {"name": f"{ns}-limits", "namespace": ns, "annotations": dict(GUARD_ANNOTATIONS)},
                 "spec": {"limits": [item]},
             })
         for name, spec in self._network_policies():
             emit(self, name, {
                 "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-                "metadata": {"name": name, "namespace": ns}, "spec": spec,
+                "metadata": {"name": name, "namespace": ns, "annotations": dict(GUARD_ANNOTATIONS)}, "spec": spec,
             })
 
     @staticmethod

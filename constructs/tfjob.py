@@ -19,10 +19,10 @@ from constructs import Construct
 
 from colocate import quantity
 from colocate.constructs._k8s import emit
-from colocate.model.validate import check_dns_label, check_image, check_pull_secret, pull_secrets
+from colocate.model.validate import check_dns1035_label, check_dns_label, check_image, check_pull_secret, pull_secrets
 from colocate.constructs.node_pool import NodePool
 from colocate.model.names import (CHECKPOINT_ENV, GPU, NO_GPU_VISIBLE, VISIBLE_DEVICES_ENV, JOB_NAME_LABEL, MAX_MEMORY_BURST, OFFLINE_MAX_GRACE_SECONDS,
-                                   PROTECTED, REPLICA_TYPE_LABEL, SYNC_OPTIONS, TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT,
+                                   PROTECTED_ANNOTATIONS, REPLICA_TYPE_LABEL, SYNC_OPTIONS, TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT,
                                    TF_PORT_NAME, TF_ROLES, TFJOB_CLEAN_POD_POLICY, TFJOB_GROUP, TFJOB_KIND,
                                    TFJOB_MIN_GRACE_SECONDS, TFJOB_VERSION)
 from colocate.model.pools import Resources
@@ -57,7 +57,7 @@ class RoleSpec:
 class TFJobProps:
     """Props of a TFJob."""
 
-    #: Job name (DNS label); names the pods ``<name>-<role>-<i>`` and the checkpoint claim.
+    #: Job name (DNS-1035 label: starts with a letter); names the pods ``<name>-<role>-<i>`` and the checkpoint claim.
     name: str
     #: Namespace (the offline TenantNamespace).
     namespace: str
@@ -80,6 +80,11 @@ class TFJobProps:
     args: Sequence[str] = ()
     #: ``runPolicy.backoffLimit``: restarts before the job is marked Failed. Default 3.
     backoff_limit: int = 3
+    #: ``runPolicy.activeDeadlineSeconds``: the job fails (and frees its GPUs) after this long. Default:
+    #: unset. training-operator v1.7.0 counts it from status.startTime, which it sets when the job
+    #: starts and again on every resume (pkg/controller.v1/common/job.go ReconcileJobs), so it bounds
+    #: one uninterrupted run (a night), not the job's whole life (docs/training.md).
+    active_deadline_seconds: int | None = None
     #: ``runPolicy.ttlSecondsAfterFinished``. Default: unset. Under Argo CD self-heal a TFJob
     #: deleted by its TTL is re-created from git and runs again (argoproj/argo-cd#8586);
     #: a job leaves the cluster when its file leaves git.
@@ -108,6 +113,8 @@ class TFJob(Construct):
         run_policy: dict = {"cleanPodPolicy": TFJOB_CLEAN_POD_POLICY, "backoffLimit": p.backoff_limit,
                             # Gang schedulers read the job-level class; the pods get it below.
                             "schedulingPolicy": {"priorityClass": p.priority_class}}
+        if p.active_deadline_seconds is not None:
+            run_policy["activeDeadlineSeconds"] = p.active_deadline_seconds
         if p.ttl_seconds_after_finished is not None:
             run_policy["ttlSecondsAfterFinished"] = p.ttl_seconds_after_finished
         emit(self, "tfjob", {
@@ -123,8 +130,9 @@ class TFJob(Construct):
         emit(self, "checkpoints", {
             "apiVersion": "v1", "kind": "PersistentVolumeClaim",
             # Checkpoints outlive the job: deleting the job file (prune) or the training
-            # Application (cascade) keeps the claim; it is deleted by hand (docs/training.md).
-            "metadata": {"name": self.claim_name, "namespace": p.namespace, "annotations": {SYNC_OPTIONS: PROTECTED}},
+            # Application (cascade) keeps the claim, and IgnoreExtraneous keeps the kept claim from
+            # holding the Application OutOfSync; it is deleted by hand (docs/training.md).
+            "metadata": {"name": self.claim_name, "namespace": p.namespace, "annotations": dict(PROTECTED_ANNOTATIONS)},
             "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": p.storage_class,
                      "resources": {"requests": {"storage": quantity.canonical(p.checkpoint_size, "memory")}}},
         })
@@ -198,7 +206,9 @@ class TFJob(Construct):
 
     def _validate(self) -> None:
         p, where = self.props, self._where
-        check_dns_label(where, "name", p.name)
+        # ValidateV1TFJob: NameIsDNS1035Label (kubeflow/training-operator v1.7.0
+        # pkg/apis/kubeflow.org/v1/tensorflow_validation.go); the API server takes 1abc, the operator does not.
+        check_dns1035_label(where, "name", p.name, "training-operator v1.7.0 refuses the job and creates no pod")
         check_dns_label(where, "namespace", p.namespace)
         check_image(where, "image", p.image, example="harbor.example.com/ml/tf-mnist:2.11.0")
         check_pull_secret(where, "image_pull_secret", p.image_pull_secret)
@@ -227,6 +237,7 @@ class TFJob(Construct):
         for role in TF_ROLES:
             if role in p.roles:
                 self._validate_role(role, p.roles[role])
+        self._validate_shape(chiefs)
         if not quantity.is_quantity(p.checkpoint_size) or quantity.parse(p.checkpoint_size) <= 0:
             raise PropError(where, "checkpoint_size", f"{p.checkpoint_size!r} must be a positive size such as '10Gi'")
         for prop in ("backoff_limit", "termination_grace_period_seconds"):
@@ -241,9 +252,30 @@ class TFJob(Construct):
                 else f"{grace} is above {OFFLINE_MAX_GRACE_SECONDS}: a preempted replica keeps its node that long and "
                 "the online pod that preempted it waits; save more often so one save fits")
                 + f" (use {TFJOB_MIN_GRACE_SECONDS} to {OFFLINE_MAX_GRACE_SECONDS} seconds)")
+        deadline = p.active_deadline_seconds
+        if deadline is not None and (not isinstance(deadline, int) or isinstance(deadline, bool) or deadline < 1):
+            raise PropError(where, "active_deadline_seconds", f"{deadline!r} must be a whole number of seconds >= 1")
         if p.ttl_seconds_after_finished is not None and (
                 not isinstance(p.ttl_seconds_after_finished, int) or p.ttl_seconds_after_finished < 0):
             raise PropError(where, "ttl_seconds_after_finished", f"{p.ttl_seconds_after_finished!r} must be >= 0")
+
+    def _validate_shape(self, chiefs: list[str]) -> None:
+        """The two shapes TensorFlow 2 trains with (docs/training.md, "Job shapes"): with PS,
+        ParameterServerStrategy, whose training loop runs in a coordinator (the Chief); without,
+        MultiWorkerMirroredStrategy, whose chief is one more worker in the all-reduce and so needs
+        the Workers' GPUs."""
+        p, where = self.props, self._where
+        if "PS" in p.roles and not chiefs:
+            raise PropError(where, "roles", "has PS but no Chief: TensorFlow 2's ParameterServerStrategy needs a "
+                            "coordinator, the Chief, to run the training loop, and without one training-operator "
+                            "v1.7.0 marks the job Succeeded when worker 0 exits; add a Chief (CPU only, replicas 1)")
+        if "PS" not in p.roles and chiefs and "Worker" in p.roles:
+            chief, worker = p.roles[chiefs[0]], p.roles["Worker"]
+            if chief.gpus != worker.gpus:
+                raise PropError(where, f"roles.{chiefs[0]}.gpus", f"{chief.gpus}, but each Worker has {worker.gpus}: "
+                                "without PS the job is all-reduce (MultiWorkerMirroredStrategy), where the "
+                                f"{chiefs[0]} is one more worker and every worker needs the same devices; "
+                                f"give the {chiefs[0]} {worker.gpus} GPU(s), or drop it (worker 0 is then the chief)")
 
     def _validate_role(self, role: str, spec: RoleSpec) -> None:
         where, prop = self._where, f"roles.{role}"

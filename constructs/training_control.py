@@ -24,7 +24,7 @@ from colocate.constructs._k8s import emit
 from colocate.constructs.node_pool import NodePool
 from colocate.constructs.service_monitor import ServiceMonitor, ServiceMonitorProps
 from colocate.errors import PropError
-from colocate.model.names import (GIVEN_UP_METRIC, NAME_LABEL, RESUBMISSIONS_METRIC, TFJOB_GROUP, TFJOB_PLURAL)
+from colocate.model.names import (GUARD_ANNOTATIONS, GIVEN_UP_METRIC, NAME_LABEL, RESUBMISSIONS_METRIC, TFJOB_GROUP, TFJOB_PLURAL)
 from colocate.model.validate import check_dns_label, check_image, check_pull_secret, check_required_labels, pull_secrets
 
 #: The user the Dockerfile creates (``USER 10001:10001``); the kubelet proves runAsNonRoot only
@@ -221,7 +221,7 @@ class Resubmitter(Construct):
         # the kubernetes Service's endpoints, which a NetworkPolicy cannot name portably.
         emit(self, "networkpolicy", {
             "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": {"name": f"{p.name}-ingress", "namespace": p.namespace},
+            "metadata": {"name": f"{p.name}-ingress", "namespace": p.namespace, "annotations": dict(GUARD_ANNOTATIONS)},
             "spec": {"podSelector": {"matchLabels": dict(selector)}, "policyTypes": ["Ingress"],
                      "ingress": [{
                          "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}

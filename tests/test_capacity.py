@@ -90,7 +90,8 @@ def test_capacity_text_is_a_table_per_pool_and_resource():
                                 "allocatable", "used"]
     assert len(lines) == 1 + 3 * len(reference(config_mod.load()).pools)
     mixed_gpu = next(l.split() for l in lines if l.startswith("mixed") and "nvidia.com/gpu" in l)
-    assert mixed_gpu[-3:] == ["7", "12", "58%"]  # 4 recsys-train + 3 tf-mnist-dist Workers of the 6x2 GPUs
+    # 4 recsys-train Workers + the tf-mnist-dist Chief and 3 Workers (all-reduce: one GPU each) of the 6x2 GPUs
+    assert mixed_gpu[-3:] == ["8", "12", "67%"]
     assert quotas.splitlines()[0].split() == ["quota", "resource", "used", "hard", "share"]
     assert "training/training-quota  persistentvolumeclaims   3      100" in quotas
 

@@ -1,5 +1,6 @@
 """The generated cluster's behaviour defects an expert found (issue 20), each written into a copy
-of dist/ as a user would write it by hand: `colocate check` names the file and the rule."""
+of dist/ as a user would write it by hand: `colocate check` names the file and the rule (items
+1, 2, 3, 4, 7, 8 and 9 as errors, 5 and 6 as warnings)."""
 from __future__ import annotations
 
 import shutil
@@ -29,6 +30,12 @@ def _ps_sees_every_gpu(tfjob: dict) -> None:
     env[:] = [e for e in env if e["name"] != "NVIDIA_VISIBLE_DEVICES"]
 
 
+def _cpu_chief_beside_gpu_workers(tfjob: dict) -> None:
+    container = tfjob["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]
+    del container["resources"]["limits"]["nvidia.com/gpu"]
+    container["env"].append({"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"})  # as item 1 asks of a CPU replica
+
+
 def _scheduler_on_loopback(config: dict) -> None:
     config["scheduler"]["extraArgs"]["bind-address"] = "127.0.0.1"
 
@@ -47,6 +54,38 @@ MISTAKES = [
      lambda app: _values(app)["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]["spec"].update(
          storageClassName="nfs-client"), "COL223"),
 ]
+
+
+MISTAKES += [
+    # item 3: all-reduce with a CPU Chief beside GPU Workers; parameter-server training without a coordinator
+    ("apps/training/tfjob.training.tf-mnist-dist.yaml", _cpu_chief_beside_gpu_workers, "COL116"),
+    ("apps/training/tfjob.training.recsys-train.yaml", lambda job: job["spec"]["tfReplicaSpecs"].pop("Chief"), "COL117"),
+    # item 7: the offline tier preempting the class-less add-ons of the mixed pool
+    ("apps/platform/priorityclass.offline-batch.yaml", lambda pc: pc.update(preemptionPolicy="PreemptLowerPriority"),
+     "COL012"),
+    # item 9: a TFJob name the API server takes and training-operator v1.7.0 refuses
+    ("apps/training/tfjob.training.tf-ps-mode.yaml", lambda job: job["metadata"].update(name="1abc"), "COL115"),
+]
+#: Warnings (the GitOps rules): check still exits 0, but names the file and the rule.
+WARNINGS = [
+    # item 5: a kept claim that holds its Application OutOfSync once its job file is deleted
+    ("apps/training/persistentvolumeclaim.training.tf-ps-mode-checkpoints.yaml",
+     lambda claim: claim["metadata"]["annotations"].pop("argocd.argoproj.io/compare-options"), "COL300"),
+    # item 6: a guard deleted with the platform Application
+    ("apps/platform/networkpolicy.training.default-deny.yaml",
+     lambda policy: policy["metadata"].pop("annotations"), "COL307"),
+    ("apps/platform/priorityclass.online-high.yaml", lambda pc: pc["metadata"].pop("annotations"), "COL307"),
+]
+
+
+@pytest.mark.parametrize("file, change, rule", WARNINGS, ids=[f"{r}:{f}" for f, _, r in WARNINGS])
+def test_check_warns_about_the_gitops_mistake_written_by_hand(tmp_path, file, change, rule):
+    copy = tmp_path / "dist"
+    shutil.copytree(DIST, copy)
+    _edit(copy / file, change)
+    result = checker.check([copy])
+    assert [(f.rule, f.file) for f in result.findings] == [(rule, str(copy / file))], \
+        [(f.rule, f.file) for f in result.findings]
 
 
 @pytest.mark.parametrize("file, change, rule", MISTAKES, ids=[f"{r}:{f}" for f, _, r in MISTAKES])

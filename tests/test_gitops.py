@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from colocate import ROOT
-from colocate.model.names import sync_options
+from colocate.model.names import COMPARE_OPTIONS, sync_options
 
 DIST = ROOT / "dist"
 STATEFUL = ("Namespace", "PersistentVolumeClaim", "CustomResourceDefinition")
@@ -26,6 +26,23 @@ def test_dist_has_stateful_objects_to_protect():
 @pytest.mark.parametrize("path, obj", list(_objects()), ids=lambda v: str(v) if not isinstance(v, dict) else "")
 def test_every_stateful_object_survives_prune_and_cascade_deletion(path, obj):
     assert {"Prune=false", "Delete=false"} <= sync_options(obj["metadata"]), path
+    # Kept on prune, so it must not hold the Application OutOfSync once its file is gone.
+    assert "IgnoreExtraneous" in sync_options(obj["metadata"], COMPARE_OPTIONS), path
+
+
+GUARDS = ("PriorityClass", "ResourceQuota", "LimitRange", "NetworkPolicy")
+
+
+def test_every_guard_survives_the_deletion_of_its_application_and_is_pruned_with_its_file():
+    """PriorityClasses, quotas, LimitRanges and NetworkPolicies: Delete=false, and no Prune=false
+    (removing the file in a reviewed change removes the object; docs/gitops.md)."""
+    found = []
+    for path in sorted(DIST.glob("apps/**/*.yaml")):
+        for obj in yaml.safe_load_all(path.read_text()):
+            if obj and obj.get("kind") in GUARDS:
+                found.append(obj["kind"])
+                assert sync_options(obj["metadata"]) == {"Delete=false"}, path
+    assert set(found) == set(GUARDS), found
 
 
 @pytest.mark.parametrize("value, options", [

@@ -79,12 +79,16 @@ def test_the_smallest_job_file_becomes_a_tfjob_with_every_default(tmp_path, conf
     (job(restartPolicy="Always"), "$.restartPolicy", "'Always' is not one of OnFailure, Never, ExitCode"),
     (job(cleanPodPolicy="None"), "$", "unknown key 'cleanPodPolicy'"),
     (job(terminationGracePeriodSeconds=10), "$.terminationGracePeriodSeconds", "10 is less than the minimum of 30"),
+    (job(activeDeadlineSeconds=10), "$.activeDeadlineSeconds", "10 is less than the minimum of 60"),
     (job(terminationGracePeriodSeconds=120), "$.terminationGracePeriodSeconds", "120 is greater than the maximum of 60"),
     (job(image="harbor.example.com/ml/hello-tf:latest"), "$.image", "'harbor.example.com/ml/hello-tf:latest' is not "
      "pinned: latest can name a different image on each node and each restart; use the image's version tag, e.g. :2.11.0"),
     (job(image="harbor.example.com/ml/hello-tf"), "$.image", "'harbor.example.com/ml/hello-tf' is not "
      "<registry>/<project>/<image>:<tag>; write the registry, the repository and a pinned tag"),
     (job(name="Hello_TF"), "$.name", "'Hello_TF' is not a TFJob name: use lower-case letters, digits and '-'"),
+    # The API server would take it; training-operator v1.7.0 refuses it (DNS-1035, tensorflow_validation.go).
+    (job(name="1abc"), "$.name", "'1abc' is not a TFJob name: use lower-case letters, digits and '-', starting with "
+     "a letter"),
     (job(roles={}), "$.roles", "should be non-empty"),
     (job(name=None), "$", "'name' is a required property"),
     ("", "$", "the file is empty; it must map keys to values, at least name, image, roles"),
@@ -183,7 +187,7 @@ def test_every_schema_error_is_listed_unknown_keys_first(tmp_path, config):
     lines = str(err.value).splitlines()
     assert lines == [
         f"{file}:$: unknown key 'backofLimit' (did you mean 'backoffLimit'?); known keys: name, image, command, args, "
-        "roles, checkpointSize, backoffLimit, terminationGracePeriodSeconds, restartPolicy",
+        "roles, checkpointSize, backoffLimit, terminationGracePeriodSeconds, activeDeadlineSeconds, restartPolicy",
         f"  {file}:$.roles.Worker: unknown key 'memroy' (did you mean 'memory'?); known keys: replicas, cpu, cpuLimit, "
         "memory, memoryLimit, gpus",
         f"  {file}:$.checkpointSize: '10G' is not a size: write a whole number above 0 and Ki, Mi, Gi or Ti, such as "

@@ -94,7 +94,12 @@ def test_real_changes_are_listed_exactly(history):
     assert images == {f"spec.tfReplicaSpecs.{role}.template.spec.containers[name=tensorflow].image":
                       ("harbor.example.com/ml/tf-mnist:2.11.0", "harbor.example.com/ml/tf-mnist:2.12.0")
                       for role in ("Chief", "Worker")}
-    assert doc["dangerous"] == []
+    # A new image for a running job: training-operator v1.7.0 keeps the old pods, so diff says how
+    # to apply it (docs/training.md, "Editing a job file").
+    (edited,) = doc["dangerous"]
+    assert (edited["kind"], edited["name"]) == ("TFJob", "tf-mnist-dist"), edited
+    assert "never updates a TFJob's pods" in edited["dangers"][0]["reason"]
+    assert "kubectl -n training delete tfjob tf-mnist-dist" in edited["dangers"][0]["reason"]
     assert doc["policy"] == {"introduced": [], "resolved": []}
 
 
@@ -136,11 +141,11 @@ def test_the_added_job_shows_as_its_requests_in_the_mixed_pool(history):
     # tf-extra is a copy of tf-ps-mode: 1 Chief, 2 Workers, 2 PS at 1 CPU / 2Gi each.
     assert offline == {("mixed", "cpu"): 5 * 1000, ("mixed", "memory"): 5 * 2 * 2**30}
     text = _cli(Path(history["repo"]), "diff", history["base"], history["real"]).stdout
-    assert "  mixed offline cpu: 45 -> 50 (+5) of 189" in text
+    assert "  mixed offline cpu: 47 -> 52 (+5) of 189" in text  # recsys-train's Chief: 2 of the 47
     quota = {q["resource"]: (q["used_before"], q["used_after"], q["hard_before"], q["hard_after"])
              for q in doc["quota"] if q["quota"] == "training-quota"}
     assert quota["persistentvolumeclaims"] == (3, 4, 100, 120)
-    assert quota["requests.cpu"][:2] == (45_000, 50_000)
+    assert quota["requests.cpu"][:2] == (47_000, 52_000)
     assert "  training/training-quota persistentvolumeclaims: 3 -> 4 of 100 -> 120" in text
 
 

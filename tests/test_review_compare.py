@@ -83,6 +83,28 @@ def test_dangers_of_immutable_fields_priority_taints_and_pools():
     assert [d.rank for d in reasons] == [danger.RECREATE, danger.PRIORITY]
 
 
+def test_an_edited_tfjob_says_the_operator_keeps_its_pods_and_how_to_apply_it():
+    """training-operator v1.7.0 creates a replica's pod from the template once and never updates it
+    (pkg/controller.v1/common/pod.go ReconcilePods): an edited job file changes nothing running."""
+    old = _entry("apps/training/tfjob.training.tf-mnist-dist.yaml")
+    for change in ("image", "replicas"):
+        obj = copy.deepcopy(old.obj)
+        worker = obj["spec"]["tfReplicaSpecs"]["Worker"]
+        if change == "image":
+            worker["template"]["spec"]["containers"][0]["image"] = "harbor.example.com/ml/tf-mnist:2.12.0"
+        else:
+            worker["replicas"] = 5
+        new = _entry(old.file, obj)
+        (reason,) = danger.changed(old, new, compare.diff(old.obj, new.obj))
+        assert reason.rank == danger.RECREATE, change
+        assert "never updates a TFJob's pods" in reason.reason
+        assert "kubectl -n training delete tfjob tf-mnist-dist" in reason.reason and "tf-mnist-dist-checkpoints" in reason.reason
+    # runPolicy is read at every reconcile: a new backoffLimit or deadline applies as it is.
+    obj = copy.deepcopy(old.obj)
+    obj["spec"]["runPolicy"]["backoffLimit"] = 7
+    assert danger.changed(old, _entry(old.file, obj), compare.diff(old.obj, obj)) == []
+
+
 def test_a_claim_may_grow_but_not_shrink():
     old = _entry(PVC)
     size = old.obj["spec"]["resources"]["requests"]["storage"]

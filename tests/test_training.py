@@ -39,10 +39,13 @@ def test_reference_jobs_have_the_roles_of_the_mission(rendered):
 
     assert replicas("tf-mnist-dist") == {"Chief": 1, "Worker": 3}
     assert replicas("tf-ps-mode") == {"Chief": 1, "Worker": 2, "PS": 2}
-    assert replicas("recsys-train") == {"PS": 2, "Worker": 4}
+    # 2 PS + 4 GPU Workers, plus the Chief TensorFlow 2's ParameterServerStrategy needs as its
+    # coordinator (docs/training.md, "Job shapes"; COL117).
+    assert replicas("recsys-train") == {"Chief": 1, "PS": 2, "Worker": 4}
     mnist = load(rendered, "apps/training/tfjob.training.tf-mnist-dist.yaml")["spec"]["tfReplicaSpecs"]["Chief"]
+    # All-reduce: the Chief is one more worker, with the Workers' GPU (COL116).
     assert mnist["template"]["spec"]["containers"][0]["resources"] == {
-        "requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}}
+        "requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "1"}}
 
 
 def test_prepull_daemonset_pulls_every_job_image_on_the_mixed_pool_at_the_lowest_priority(rendered):

@@ -137,8 +137,11 @@ def reference(config: Config) -> Cluster:
     tiers = (
         PriorityTier("online-high", 1_000_000, "online",
                      "Online inference: preempts offline training when capacity runs short."),
+        # Never: training waits for room instead of evicting the add-ons that run without a
+        # class on the untainted mixed pool (docs/tiers.md, "Should offline-batch preempt?"; COL012).
         PriorityTier("offline-batch", 100_000, "offline",
-                     "Offline training: runs in idle capacity and is preempted first."),
+                     "Offline training: runs in idle capacity, never preempts, and is preempted first.",
+                     preemption_policy="Never"),
         PriorityTier("prepull-idle", 1_000, "background",
                      "Training-image pre-pull: yields to everything, never preempts.",
                      preemption_policy="Never"),

@@ -56,6 +56,19 @@ KEEP_ON_PRUNE = "Prune=false"
 KEEP_ON_DELETE = "Delete=false"
 #: Both: what every object holding data carries (docs/gitops.md, "Deletion protection").
 PROTECTED = f"{KEEP_ON_PRUNE},{KEEP_ON_DELETE}"
+#: Compare options (argo-cd v2.10.15 common/common.go AnnotationCompareOptions).
+COMPARE_OPTIONS = "argocd.argoproj.io/compare-options"
+#: An object Argo CD would prune but may not (Prune=false) stays in the cluster after its file
+#: left git; without this compare option it keeps the Application OutOfSync for ever, and with
+#: selfHeal Argo CD starts a sync every self-heal timeout (controller/state.go CompareAppState,
+#: controller/appcontroller.go autoSync; docs/gitops.md, "Deletion protection").
+IGNORE_EXTRANEOUS = "IgnoreExtraneous"
+#: The annotations of every object that holds data: kept on prune and on cascade deletion, and
+#: not counted as out of sync once its file is gone.
+PROTECTED_ANNOTATIONS = {SYNC_OPTIONS: PROTECTED, COMPARE_OPTIONS: IGNORE_EXTRANEOUS}
+#: What a guard carries (PriorityClass, ResourceQuota, LimitRange, NetworkPolicy): kept when its
+#: Application is deleted, pruned when its file is removed (docs/gitops.md, "Deletion protection").
+GUARD_ANNOTATIONS = {SYNC_OPTIONS: KEEP_ON_DELETE}
 #: Sync options the GitOps rules look for (gitops-engine pkg/sync/common/types.go).
 SKIP_DRY_RUN, SERVER_SIDE_APPLY = "SkipDryRunOnMissingResource=true", "ServerSideApply=true"
 
@@ -163,10 +176,12 @@ def kps_fullname(release: str) -> str:
     return name[:_KPS_FULLNAME_MAX].rstrip("-")
 
 
-def sync_options(metadata: dict | None) -> frozenset[str]:
+def sync_options(metadata: dict | None, annotation: str = SYNC_OPTIONS) -> frozenset[str]:
     """The Argo CD sync options an object's annotation sets: comma-separated, blanks trimmed,
-    as gitops-engine reads them (pkg/sync/resource/annotations.go, GetAnnotationCSVs)."""
-    value = ((metadata or {}).get("annotations") or {}).get(SYNC_OPTIONS)
+    as gitops-engine reads them (pkg/sync/resource/annotations.go, GetAnnotationCSVs). With
+    ``annotation=COMPARE_OPTIONS``, its compare options, read the same way (argo-cd v2.10.15
+    util/resource HasAnnotationOption)."""
+    value = ((metadata or {}).get("annotations") or {}).get(annotation)
     return frozenset(item.strip() for item in str(value or "").split(",") if item.strip())
 
 # --- Resubmission of disrupted TFJobs (colocate/resubmit/, docs/resubmission.md) ----------------

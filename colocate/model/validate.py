@@ -10,6 +10,9 @@ from colocate.errors import PropError
 from colocate.model.scheduling import ImageRef
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+#: A DNS-1035 label: a DNS-1123 label that starts with a letter (apimachinery validation.go
+#: IsDNS1035Label); what training-operator v1.7.0 requires of a TFJob's name.
+DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -19,6 +22,12 @@ def check_dns_label(construct: str, prop: str, value: str) -> None:
     if not isinstance(value, str) or len(value) > 63 or not DNS_LABEL.match(value):
         raise PropError(construct, prop, f"{value!r} is not a DNS-1123 label "
                         "(lower-case letters, digits and '-', at most 63 characters)")
+
+
+def check_dns1035_label(construct: str, prop: str, value: str, why: str) -> None:
+    if not isinstance(value, str) or len(value) > 63 or not DNS_1035_LABEL.match(value):
+        raise PropError(construct, prop, f"{value!r} is not a DNS-1035 label (lower-case letters, digits and '-', "
+                        f"starting with a letter, at most 63 characters): {why}")
 
 
 def check_labels(construct: str, prop: str, labels: Mapping[str, str]) -> None:

@@ -103,6 +103,12 @@ def changed(old: Entry, new: Entry, fields: list[FieldChange]) -> list[Danger]:
     for prefix in immutable:
         out.append(Danger(RECREATE, f"{prefix} is immutable: Argo CD must delete and re-create the {kind} "
                                     f"(Replace=true) or the sync fails"))
+    if kind == "TFJob" and any(_under(f.path, "spec.tfReplicaSpecs") for f in fields):
+        name, namespace = new.key.name, new.key.namespace
+        out.append(Danger(RECREATE, f"training-operator v1.7.0 never updates a TFJob's pods: running replicas keep the "
+                                    f"old template and TF_CONFIG; after the sync run kubectl -n {namespace} delete tfjob "
+                                    f"{name}, Argo CD re-creates it and it resumes from {name}-checkpoints "
+                                    f"(docs/training.md, 'Editing a job file')"))
     if kind == "PersistentVolumeClaim":
         before, after = _storage(old.obj), _storage(new.obj)
         try:

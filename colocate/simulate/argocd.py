@@ -12,12 +12,14 @@ import subprocess
 import time
 import urllib.error
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import yaml
 
 from colocate import ROOT
 from colocate.config import Config
+from colocate.model.names import KEEP_ON_PRUNE, sync_options
 from colocate.simulate.control_plane import ControlPlane, SimulationError, free_port, refusal
 
 CRDS = ROOT / "policies" / "crds" / "argoproj.io"
@@ -25,6 +27,8 @@ CRDS = ROOT / "policies" / "crds" / "argoproj.io"
 #: (argo-cd v2.10.15 common/common.go LabelKeyAppName / util/settings).
 PART_OF = {"app.kubernetes.io/part-of": "argocd"}
 SYNC_TIMEOUT = 150.0
+#: The controller's --app-resync: it compares every Application with git this often.
+APP_RESYNC_SECONDS = 10
 _GIT = ["git", "-c", "user.name=colocate-simulate", "-c", "user.email=simulate@colocate.invalid",
         "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"]
 
@@ -71,7 +75,7 @@ class ArgoCD:
             f"--namespace={self.namespace}", f"--repo-server=127.0.0.1:{repo_port}", "--repo-server-plaintext",
             f"--redis=127.0.0.1:{redis_port}", f"--metrics-port={free_port()}", "--loglevel=warn",
             # Resync every 10 s instead of 3 min: the simulation waits for the last wave.
-            "--app-resync=10", "--self-heal-timeout-seconds=1"], env=env)
+            f"--app-resync={APP_RESYNC_SECONDS}", "--self-heal-timeout-seconds=1"], env=env)
 
     def _make_repo(self) -> None:
         """A commit of the simulated dist/ (uncommitted work included) whose Applications point at
@@ -217,5 +221,117 @@ def _wait(argo: "ArgoCD", done, what: str, timeout: float = 90.0) -> None:
     while not done():
         argo.cp.check_alive()
         if time.monotonic() > deadline:
-            raise SimulationError(f"delete drill: waited {timeout:.0f} s for {what}; logs in {argo.cp.logs}")
+            raise SimulationError(f"Argo CD: waited {timeout:.0f} s for {what}; logs in {argo.cp.logs}")
         time.sleep(0.5)
+
+
+#: A job file becomes these objects in dist/ (constructs/tfjob.py): the TFJob and its claim.
+def _job_objects(job: str) -> set[tuple[str, str]]:
+    return {("TFJob", job), ("PersistentVolumeClaim", f"{job}-checkpoints")}
+
+
+def remove_job(argo: "ArgoCD", job: str) -> tuple[str, dict[str, int]]:
+    """Delete job ``job``'s file as a pull request would: its TFJob and checkpoint claim leave the
+    repository copy. Wait until the Application that synced them has finished a sync of that
+    commit and every removed object it may prune is gone from the API server (a TFJob is deleted
+    in the foreground, after its pods; until then Argo CD still sees it and re-syncs), then let
+    it compare itself with git for two more resync periods (its reconciledAt at least
+    2 x APP_RESYNC_SECONDS later): long enough for a self-heal loop (``--self-heal-timeout-seconds=1``)
+    to start several syncs. Returns what happened, in one line, and per Application the syncs it
+    started in that quiet window: 0 unless a kept object holds it OutOfSync."""
+    wanted = _job_objects(job)
+    files: dict = {}
+    for file in sorted((argo.repo / "dist" / "apps").rglob("*.yaml")):
+        docs = [d for d in yaml.safe_load_all(file.read_text()) if isinstance(d, dict)]
+        if docs and all((d.get("kind"), (d.get("metadata") or {}).get("name")) in wanted for d in docs):
+            files[file] = docs
+    if not files:
+        raise SimulationError(f"removeJob: no TFJob {job} (nor claim {job}-checkpoints) in dist/apps/")
+    folders = {f.parent.relative_to(argo.repo).as_posix() for f in files}
+    apps = sorted(name for name, path in _app_paths(argo).items() if path in folders)
+    if not apps:
+        raise SimulationError(f"removeJob: no Application syncs {', '.join(sorted(folders))}")
+    pruned = [d for docs in files.values() for d in docs if KEEP_ON_PRUNE not in sync_options(d.get("metadata"))]
+    for file in files:
+        file.unlink()
+    argo.commit(f"remove job {job}")
+    head = subprocess.run([*_GIT, "-C", str(argo.repo), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    for app in apps:
+        path = argo.cp.path("argoproj.io/v1alpha1", "Application", argo.namespace, app)
+        argo.cp.request("PATCH", path, {"metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}},
+                        content_type="application/merge-patch+json")
+    for app in apps:
+        _wait_value(argo, lambda: _finished_sync(argo, app, head), f"Application {app} to sync {head[:8]}")
+    _wait(argo, lambda: not any(_exists(argo.cp, d) for d in pruned),
+          f"{', '.join(d['kind'] + '/' + d['metadata']['name'] for d in pruned)} to be deleted")
+    quiet_from = datetime.now(timezone.utc)
+    before = syncs_started(argo.cp, argo.namespace)
+    until = quiet_from + timedelta(seconds=2 * APP_RESYNC_SECONDS)
+    for app in apps:
+        _wait(argo, lambda: (_reconciled_at(argo, app) or quiet_from) >= until,
+              f"Application {app} to reconcile for {2 * APP_RESYNC_SECONDS} s after its sync of {head[:8]}")
+    after = syncs_started(argo.cp, argo.namespace)
+    quiet = {app: after.get(app, 0) - before.get(app, 0) for app in apps}
+    line = (f"job {job} removed from git ({', '.join(f.name for f in files)}); {', '.join(apps)} synced {head[:8]}, "
+            f"pruned {', '.join(d['kind'] for d in pruned) or 'nothing'}, then started "
+            + ", ".join(f"{n} sync(s) ({app})" for app, n in quiet.items())
+            + f" in the {2 * APP_RESYNC_SECONDS} s after")
+    return line, quiet
+
+
+def syncs_started(cp: ControlPlane, namespace: str | None = None) -> dict[str, int]:
+    """Per Application, the syncs its controller started: one OperationStarted Event each
+    (argo-cd v2.10.15 controller/appcontroller.go autoSync, "Initiated automated sync"; each
+    Event has a name of its own, util/argo/audit_logger.go)."""
+    out: dict[str, int] = {}
+    for event in cp.items(f"/api/v1/namespaces/{namespace}/events" if namespace else "/api/v1/events"):
+        involved = event.get("involvedObject") or {}
+        if event.get("reason") == "OperationStarted" and involved.get("kind") == "Application":
+            out[involved["name"]] = out.get(involved["name"], 0) + max(1, event.get("count") or 0)
+    return out
+
+
+def _exists(cp: ControlPlane, doc: dict) -> bool:
+    meta = doc.get("metadata") or {}
+    try:
+        cp.request("GET", cp.path(doc["apiVersion"], doc["kind"], meta.get("namespace"), meta["name"]))
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return False
+        raise
+    return True
+
+
+def _app_paths(argo: "ArgoCD") -> dict[str, str]:
+    out = {}
+    for app in argo.cp.items(f"/apis/argoproj.io/v1alpha1/namespaces/{argo.namespace}/applications"):
+        source = app["spec"].get("source") or {}
+        if source.get("repoURL") == argo.repo_url and source.get("path"):
+            out[app["metadata"]["name"]] = str(source["path"]).strip("/")
+    return out
+
+
+def _status(argo: "ArgoCD", app: str) -> dict:
+    path = argo.cp.path("argoproj.io/v1alpha1", "Application", argo.namespace, app)
+    return argo.cp.request("GET", path).get("status") or {}
+
+
+def _finished_sync(argo: "ArgoCD", app: str, revision: str) -> datetime | None:
+    """When the Application's sync of ``revision`` finished, or None."""
+    op = _status(argo, app).get("operationState") or {}
+    if (op.get("syncResult") or {}).get("revision") == revision and op.get("finishedAt"):
+        return datetime.fromisoformat(op["finishedAt"])
+    return None
+
+
+def _reconciled_at(argo: "ArgoCD", app: str) -> datetime | None:
+    """The Application's last full comparison with git (the controller's clock, as the sync's)."""
+    at = _status(argo, app).get("reconciledAt")
+    return datetime.fromisoformat(at) if at else None
+
+
+def _wait_value(argo: "ArgoCD", get, what: str, timeout: float = 90.0):
+    found: list = []
+    _wait(argo, lambda: found.append(get()) or found[-1] is not None, what, timeout)
+    return found[-1]

@@ -80,7 +80,7 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
                     f"({time.monotonic() - started:.1f} s)")
             obs.settled = _settle(cp, resubmitting) and obs.settled
         if planned:
-            _play(cp, cfg, planned, docs, node_pool, obs, resubmitting, log, started)
+            _play(cp, cfg, planned, docs, node_pool, obs, resubmitting, log, started, argo)
         if inspect:
             inspect(cp)
         observe.observe(cp, obs, _tiers(docs), node_pool, since_events=since)
@@ -91,7 +91,7 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
 
 
 def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool, obs: observe.Observation,
-          resubmitting: bool, log, started: float) -> None:
+          resubmitting: bool, log, started: float, argo: argocd.ArgoCD | None = None) -> None:
     """Each step: its actions, the replicas, settle, and what the cluster holds then."""
     from colocate import offline
     from colocate.kube import TFJobs, api_client
@@ -107,6 +107,12 @@ def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool,
             for namespace in _training_namespaces(docs):
                 done = offline.run(jobs, namespace, step.offline)
                 report.actions.append(f"offline {step.offline}: {len(done)} TFJob(s) in {namespace}")
+            changed = True
+        if step.remove_job:
+            if argo is None:
+                raise SimulationError("removeJob needs Argo CD, which this simulation did not start")
+            line, report.argocd_syncs_after_prune = argocd.remove_job(argo, step.remove_job)
+            report.actions.append(line)
             changed = True
         if step.lose_node:
             node = steps_mod.lose_node(cp, step.lose_node, node_pool)

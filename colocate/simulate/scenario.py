@@ -32,7 +32,7 @@ class Scenario:
     delete_drill: bool | tuple[str, ...] = False
     #: Run ``colocate resubmitter`` beside the training-operator.
     resubmitter: bool = True
-    #: Steps played after the first sync (raw mappings: name, peak, scale, offline, loseNode).
+    #: Steps played after the first sync (raw mappings: name, peak, scale, offline, loseNode, removeJob).
     steps: tuple[Mapping, ...] = ()
     #: The day in hour steps: curves per workload and one unplanned spike.
     day: Mapping | None = None

@@ -10,6 +10,7 @@ from typing import Any, Callable, Mapping
 from colocate import quantity
 from colocate.model.names import GPU, JOB_NAME_LABEL, PEAK_REPLICAS_ANNOTATION, RESUBMITTED_REASON
 from colocate.review.capacity import pod_resources
+from colocate.simulate.argocd import syncs_started
 from colocate.simulate.charts import PoolHour
 from colocate.simulate.control_plane import ControlPlane
 from colocate.simulate.observe import tfjob_state
@@ -33,6 +34,8 @@ class Step:
     lose_node: str | None = None
     #: What else the step is, for the report ("spike").
     notes: tuple[str, ...] = ()
+    #: A job whose file is deleted from git (its TFJob and checkpoint claim leave dist/).
+    remove_job: str | None = None
 
 
 @dataclass
@@ -54,6 +57,15 @@ class StepReport:
     tfjobs: dict[str, str] = field(default_factory=dict)
     #: Per Argo CD Application, how many sync operations it has run so far (its history).
     argocd_operations: dict[str, int] = field(default_factory=dict)
+    #: Per Argo CD Application, how many automated syncs it has started so far: the controller's
+    #: OperationStarted events, one per sync (argo-cd v2.10.15 controller/appcontroller.go autoSync,
+    #: "Initiated automated sync"). Unlike the history, kept to 10 entries, it shows a sync loop.
+    argocd_syncs: dict[str, int] = field(default_factory=dict)
+    #: Per Argo CD Application, its sync status (Synced, OutOfSync) at the end of the step.
+    argocd_sync_status: dict[str, str] = field(default_factory=dict)
+    #: removeJob: per Application that synced the job, the syncs it started once the job's
+    #: objects were pruned, over two resync periods (0 when nothing holds it OutOfSync).
+    argocd_syncs_after_prune: dict[str, int] = field(default_factory=dict)
     settled: bool = True
 
 
@@ -74,7 +86,8 @@ def plan(scenario, docs, schedule, config_file: str = "colocate.yaml") -> list[S
                              f"workloads: {', '.join(sorted(normal))}")
     if scenario.steps:
         return [Step(s["name"], {**(peak if s.get("peak") else {k: normal[k] for k in peak} if s.get("peak") is False
-                                    else {}), **(s.get("scale") or {})}, s.get("offline"), s.get("loseNode"))
+                                    else {}), **(s.get("scale") or {})}, s.get("offline"), s.get("loseNode"),
+                     remove_job=s.get("removeJob"))
                 for s in scenario.steps]
     if scenario.day is None:
         return []
@@ -165,6 +178,10 @@ def report(cp: ControlPlane, step: StepReport, index: int, tiers: Mapping[str, s
         # state.go persistRevisionHistory, kept to revisionHistoryLimit, 10); the one under way counts too.
         running = (status.get("operationState") or {}).get("phase") == "Running"
         step.argocd_operations[app["metadata"]["name"]] = len(status.get("history") or []) + running
+        step.argocd_sync_status[app["metadata"]["name"]] = (status.get("sync") or {}).get("status", "Unknown")
+        step.argocd_syncs.setdefault(app["metadata"]["name"], 0)
+    for app, count in syncs_started(cp).items():
+        step.argocd_syncs[app] = count
     for event in cp.items("/api/v1/events"):
         if since_events and int(event["metadata"]["resourceVersion"]) <= int(since_events):
             continue

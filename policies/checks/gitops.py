@@ -5,21 +5,38 @@ from pathlib import PurePath
 from typing import Any, Iterator
 
 from colocate.checker import Index, Rule, Violation
-from colocate.model.names import (KEEP_ON_DELETE, KEEP_ON_PRUNE, SERVER_SIDE_APPLY, SKIP_DRY_RUN, SYNC_OPTIONS,
-                                  sync_options)
+from colocate.model.names import (COMPARE_OPTIONS, IGNORE_EXTRANEOUS, KEEP_ON_DELETE, KEEP_ON_PRUNE, SERVER_SIDE_APPLY,
+                                  SKIP_DRY_RUN, SYNC_OPTIONS, sync_options)
 
 #: Kinds whose deletion deletes data: a namespace's contents, a claim's volume, a CRD's resources.
 STATEFUL_KINDS = ("Namespace", "PersistentVolumeClaim", "CustomResourceDefinition")
+#: Kinds whose deletion fails open or stops admission: without its PriorityClass every new pod
+#: naming it is refused; without a quota, LimitRange or NetworkPolicy the namespace loses its
+#: limits, defaults or isolation (docs/gitops.md, "Deletion protection").
+GUARD_KINDS = ("PriorityClass", "ResourceQuota", "LimitRange", "NetworkPolicy")
 
 
 def deletion_protection(index: Index, rule: Rule) -> Iterator[Violation]:
-    """Stateful objects without both Prune=false and Delete=false."""
+    """Stateful objects without both Prune=false and Delete=false; any object kept on prune
+    (Prune=false) without the compare option IgnoreExtraneous."""
     for doc in index.api_objects():
-        if doc.kind not in STATEFUL_KINDS:
-            continue
-        missing = [o for o in (KEEP_ON_PRUNE, KEEP_ON_DELETE) if o not in sync_options(doc.metadata)]
-        if missing:
-            yield Violation(doc, f"metadata.annotations[{SYNC_OPTIONS}]", f"missing {', '.join(missing)}")
+        options = sync_options(doc.metadata)
+        if doc.kind in STATEFUL_KINDS:
+            missing = [o for o in (KEEP_ON_PRUNE, KEEP_ON_DELETE) if o not in options]
+            if missing:
+                yield Violation(doc, f"metadata.annotations[{SYNC_OPTIONS}]", f"missing {', '.join(missing)}")
+        if (KEEP_ON_PRUNE in options or doc.kind in STATEFUL_KINDS) \
+                and IGNORE_EXTRANEOUS not in sync_options(doc.metadata, COMPARE_OPTIONS):
+            yield Violation(doc, f"metadata.annotations[{COMPARE_OPTIONS}]", f"missing {IGNORE_EXTRANEOUS}: once its "
+                            "file is gone Argo CD keeps it (Prune=false) and the Application stays OutOfSync, "
+                            "re-synced at every self-heal timeout")
+
+
+def guard_protection(index: Index, rule: Rule) -> Iterator[Violation]:
+    """PriorityClasses, ResourceQuotas, LimitRanges and NetworkPolicies without Delete=false."""
+    for doc in index.api_objects():
+        if doc.kind in GUARD_KINDS and KEEP_ON_DELETE not in sync_options(doc.metadata):
+            yield Violation(doc, f"metadata.annotations[{SYNC_OPTIONS}]", f"missing {KEEP_ON_DELETE}")
 
 
 #: Application fields and the Argo CD release that introduced them; an older release drops them

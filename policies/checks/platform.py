@@ -183,3 +183,14 @@ def image_reference(index: Index, rule: Rule) -> Iterator[Violation]:
                 why = reference_error(image)
                 if why:
                     yield Violation(pod.doc, f"{path}.image", why)
+
+
+def offline_no_preemption(index: Index, rule: Rule) -> Iterator[Violation]:
+    """An offline-tier PriorityClass that lets training preempt: on the untainted mixed pool the
+    only pods below it are add-ons without a class (priority 0) and the image pre-pull."""
+    for doc in index.of_kind("PriorityClass"):
+        if _tier_role(index, doc) != "offline":
+            continue
+        policy = doc.obj.get("preemptionPolicy")
+        if policy != "Never":
+            yield Violation(doc, "preemptionPolicy", f"{policy or 'unset (PreemptLowerPriority)'}")

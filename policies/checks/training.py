@@ -215,3 +215,54 @@ def tfjob_memory_burst(index: Index, rule: Rule) -> Iterator[Violation]:
             if quantity.parse(request) > 0 and quantity.parse(limit) > MAX_MEMORY_BURST * quantity.parse(request):
                 yield Violation(pod.doc, f"{path}.resources.limits.memory",
                                 f"{limit} is more than {MAX_MEMORY_BURST}x the request {request}")
+
+
+def _replica_specs(doc: Doc) -> dict[str, tuple[str, dict]]:
+    """Replica type -> (its key as written, its spec) of a TFJob; keys the operator renames
+    (``worker`` -> ``Worker``) by their type."""
+    specs = ((doc.obj.get("spec") or {}).get("tfReplicaSpecs")) if isinstance(doc.obj.get("spec"), dict) else None
+    if not isinstance(specs, dict):
+        return {}
+    return {tf_role(key): (key, spec) for key, spec in specs.items() if isinstance(spec, dict)}
+
+
+def _replica_gpus(spec: dict) -> float:
+    """GPUs one replica asks for: the sum over its containers' limits (or requests)."""
+    pod = ((spec.get("template") or {}).get("spec")) or {}
+    total = 0.0
+    for container in pod.get("containers") or []:
+        if isinstance(container, dict):
+            value = _gpu(container, "limits") or _gpu(container, "requests")
+            if value is not None and quantity.is_quantity(value):
+                total += float(quantity.parse(value))
+    return total
+
+
+def tfjob_allreduce_gpus(index: Index, rule: Rule) -> Iterator[Violation]:
+    """A TFJob without PS is all-reduce (MultiWorkerMirroredStrategy): its Chief (or Master) is one
+    more worker in the collective, so it must have the Workers' GPUs."""
+    for doc in index.docs:
+        if doc.kind not in rule.kinds:
+            continue
+        specs = _replica_specs(doc)
+        if PS_ROLE in specs or "Worker" not in specs:
+            continue
+        for role in CHIEF_ROLES:
+            if role not in specs:
+                continue
+            key, spec = specs[role]
+            chief, worker = _replica_gpus(spec), _replica_gpus(specs["Worker"][1])
+            if chief != worker:
+                yield Violation(doc, f"spec.tfReplicaSpecs.{key}.template.spec.containers",
+                                f"{role} has {chief:g} GPU(s), each Worker {worker:g}")
+
+
+def tfjob_ps_chief(index: Index, rule: Rule) -> Iterator[Violation]:
+    """A TFJob with PS replicas and no Chief (or Master): TensorFlow 2's ParameterServerStrategy
+    has no coordinator to run the training loop."""
+    for doc in index.docs:
+        if doc.kind not in rule.kinds:
+            continue
+        specs = _replica_specs(doc)
+        if PS_ROLE in specs and not any(role in specs for role in CHIEF_ROLES):
+            yield Violation(doc, "spec.tfReplicaSpecs", f"{specs[PS_ROLE][0]} but no Chief")

@@ -17,7 +17,8 @@ def _synth(props: NamespaceProps) -> dict:
 def test_a_namespace_enforces_its_level_and_is_kept_when_argo_cd_prunes_or_deletes():
     obj = _synth(NamespaceProps(name="kubeflow", enforce="baseline"))
     assert obj["metadata"]["labels"] == {"pod-security.kubernetes.io/enforce": "baseline"}
-    assert obj["metadata"]["annotations"] == {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false"}
+    assert obj["metadata"]["annotations"] == {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false",
+                                              "argocd.argoproj.io/compare-options": "IgnoreExtraneous"}
 
 
 def test_warn_and_audit_levels_and_extra_labels_are_added():

@@ -9,6 +9,8 @@ from colocate.constructs.tfjob import RoleSpec, TFJob, TFJobProps
 from colocate.errors import PropError
 
 ROLE = RoleSpec(cpu="2", memory="4Gi")
+#: An all-reduce chief has the Workers' GPUs (COL116).
+GPU_ROLE = RoleSpec(cpu="2", memory="4Gi", gpus=1)
 
 
 def pools(chart, *, online: bool = False, cpu_only: bool = False) -> list[NodePool]:
@@ -26,7 +28,7 @@ def pools(chart, *, online: bool = False, cpu_only: bool = False) -> list[NodePo
 def synth(roles=None, pool_args=None, **overrides) -> dict[str, dict]:
     chart = cdk8s.Testing.chart()
     props = dict(name="mnist", namespace="training", image="harbor.example.com/ml/tf-mnist:2.11.0",
-                 roles=roles or {"Master": ROLE, "Worker": RoleSpec(cpu="2", memory="4Gi", replicas=3, gpus=1)},
+                 roles=roles or {"Master": GPU_ROLE, "Worker": RoleSpec(cpu="2", memory="4Gi", replicas=3, gpus=1)},
                  pools=pools(chart, **(pool_args or {})), priority_class="offline-batch", storage_class="nfs-client")
     TFJob(chart, "job", TFJobProps(**{**props, **overrides}))
     return {o["kind"]: o for o in cdk8s.Testing.synth(chart)}
@@ -55,7 +57,7 @@ def test_reference_defaults_on_every_replica():
 def test_requests_and_limits_default_to_each_other_and_gpus_go_in_limits_only():
     objs = synth()
     assert replica(objs, "Master")["template"]["spec"]["containers"][0]["resources"] == {
-        "requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}}
+        "requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"}}
     worker = replica(objs, "Worker")
     assert worker["replicas"] == 3
     assert worker["template"]["spec"]["containers"][0]["resources"] == {
@@ -72,7 +74,8 @@ def test_checkpoint_claim_is_mounted_with_its_path_in_an_env_var():
     objs = synth(checkpoint_size="20Gi")
     claim = objs["PersistentVolumeClaim"]
     assert claim["metadata"] == {"name": "mnist-checkpoints", "namespace": "training",
-                                 "annotations": {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false"}}
+                                 "annotations": {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false",
+                                                 "argocd.argoproj.io/compare-options": "IgnoreExtraneous"}}
     assert claim["spec"] == {"accessModes": ["ReadWriteMany"], "storageClassName": "nfs-client",
                              "resources": {"requests": {"storage": "20Gi"}}}
     pod = replica(objs, "Master")["template"]["spec"]
@@ -83,10 +86,11 @@ def test_checkpoint_claim_is_mounted_with_its_path_in_an_env_var():
 
 
 def test_replicas_without_gpus_hide_the_nodes_gpus_and_gpu_replicas_do_not():
-    objs = synth()
-    master_env = replica(objs, "Master")["template"]["spec"]["containers"][0]["env"]
+    # Parameter-server shape: a CPU Chief (the coordinator) and CPU PS beside GPU Workers.
+    objs = synth(roles={"Chief": ROLE, "Worker": GPU_ROLE, "PS": ROLE})
     worker_env = replica(objs, "Worker")["template"]["spec"]["containers"][0]["env"]
-    assert {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"} in master_env
+    for role in ("Chief", "PS"):
+        assert {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"} in replica(objs, role)["template"]["spec"]["containers"][0]["env"]
     assert not [e for e in worker_env if e["name"] == "NVIDIA_VISIBLE_DEVICES"]
 
 
@@ -123,7 +127,8 @@ def test_the_tfjob_waits_for_its_crd_from_another_application():
 
 
 def test_ps_spread_over_nodes_and_prefer_the_cpu_richest_pool():
-    roles = {"Worker": RoleSpec(cpu="2", memory="4Gi", gpus=1), "PS": RoleSpec(cpu="4", memory="8Gi", replicas=2)}
+    roles = {"Chief": ROLE, "Worker": RoleSpec(cpu="2", memory="4Gi", gpus=1),
+             "PS": RoleSpec(cpu="4", memory="8Gi", replicas=2)}
     objs = synth(roles=roles, pool_args={"cpu_only": True})
     ps = replica(objs, "PS")["template"]["spec"]["affinity"]
     terms = ps["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
@@ -140,7 +145,7 @@ def test_ps_spread_over_nodes_and_prefer_the_cpu_richest_pool():
 
 
 def test_ps_needs_no_preference_when_every_pool_is_as_cpu_rich():
-    objs = synth(roles={"Worker": ROLE, "PS": ROLE})
+    objs = synth(roles={"Chief": ROLE, "Worker": ROLE, "PS": ROLE})
     assert "preferredDuringSchedulingIgnoredDuringExecution" not in replica(objs, "PS")["template"]["spec"]["affinity"][
         "nodeAffinity"]
 
@@ -160,9 +165,17 @@ def test_ps_needs_no_preference_when_every_pool_is_as_cpu_rich():
     ({"Worker": RoleSpec(cpu="2", memory="125Gi")}, {}, "roles.Worker.cpu/memory/gpus", "more than one node"),
     ({"Worker": RoleSpec(cpu="2", memory="2Gi", memory_limit="8Gi")}, {}, "roles.Worker.memory_limit", "2x the request"),
     ({"PS": ROLE}, {}, "roles", "needs a Chief, Master or Worker"),
+    # TensorFlow 2 shapes (docs/training.md, "Job shapes"): PS needs a coordinator, all-reduce equal devices.
+    ({"Worker": GPU_ROLE, "PS": ROLE}, {}, "roles", "has PS but no Chief"),
+    ({"Chief": ROLE, "Worker": GPU_ROLE}, {}, "roles.Chief.gpus", "0, but each Worker has 1: without PS the job is "
+     "all-reduce"),
+    ({"Master": RoleSpec(cpu="2", memory="4Gi", gpus=2), "Worker": GPU_ROLE}, {}, "roles.Master.gpus", "2, but each"),
+    (None, {"active_deadline_seconds": 0}, "active_deadline_seconds", ">= 1"),
     ({"Workers": ROLE}, {}, "roles.Workers", "not a TFJob replica type"),
     (None, {"image": "harbor.example.com/ml/tf-mnist:latest"}, "image", "pinned tag"),
-    (None, {"name": "MNIST"}, "name", "DNS-1123"),
+    (None, {"name": "MNIST"}, "name", "DNS-1035"),
+    # A valid object name the operator refuses (tensorflow_validation.go, NameIsDNS1035Label).
+    (None, {"name": "1abc"}, "name", "'1abc' is not a DNS-1035 label"),
     (None, {"checkpoint_size": "lots"}, "checkpoint_size", "positive size"),
     (None, {"backoff_limit": -1}, "backoff_limit", ">= 0"),
     (None, {"termination_grace_period_seconds": 29}, "termination_grace_period_seconds",
@@ -183,3 +196,17 @@ def test_a_tainted_pool_is_refused_since_training_tolerates_nothing():
     with pytest.raises(PropError) as err:
         synth(pool_args={"online": True})
     assert err.value.prop == "pools[1]" and "online=true:NoSchedule" in str(err.value)
+
+
+def test_the_two_tensorflow_2_shapes_are_accepted():
+    """Parameter-server training with a CPU Chief (the coordinator), and all-reduce with a GPU Chief."""
+    objs = synth(roles={"Chief": ROLE, "Worker": GPU_ROLE, "PS": ROLE})
+    assert "nvidia.com/gpu" not in replica(objs, "Chief")["template"]["spec"]["containers"][0]["resources"]["limits"]
+    objs = synth(roles={"Chief": GPU_ROLE, "Worker": GPU_ROLE})
+    assert replica(objs, "Chief")["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert synth(roles={"Worker": GPU_ROLE})["TFJob"]["spec"]["tfReplicaSpecs"].keys() == {"Worker"}
+
+
+def test_active_deadline_goes_to_the_run_policy():
+    assert "activeDeadlineSeconds" not in synth()["TFJob"]["spec"]["runPolicy"]
+    assert synth(active_deadline_seconds=43200)["TFJob"]["spec"]["runPolicy"]["activeDeadlineSeconds"] == 43200

@@ -1,4 +1,4 @@
-"""The training rules (COL100-COL114) beyond "fires / stays clean": the exact field each
+"""The training rules (COL100-COL117) beyond "fires / stays clean": the exact field each
 finding names, label-selector semantics, and the labels the operator gives TFJob pods."""
 from __future__ import annotations
 
@@ -49,6 +49,11 @@ FIELDS = {
     "COL113/fail.read-only.yaml": {f"{CONTAINERS}[0].env[0].value"},
     "COL113/fail.shared-directory.yaml": {f"{CONTAINERS}[0].env[0].value"},
     "COL114/fail.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.terminationGracePeriodSeconds"},
+    "COL115/fail.digit-first.yaml": {"metadata.name"},
+    "COL115/fail.dot.yaml": {"metadata.name"},
+    "COL116/fail.cpu-chief.yaml": {"spec.tfReplicaSpecs.Chief.template.spec.containers"},
+    "COL116/fail.lowercase-worker.yaml": {"spec.tfReplicaSpecs.Chief.template.spec.containers"},
+    "COL117/fail.yaml": {"spec.tfReplicaSpecs"},
 }
 
 

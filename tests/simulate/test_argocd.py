@@ -1,7 +1,9 @@
 """Argo CD in the simulation (its real application controller and repo server, v2.10.15): the
 root Application syncs every colocate Application that renders offline, and deleting
-colocate-platform as if its file were removed lists the Namespaces it deletes and every claim in
-them, when the Namespaces lack the Delete=false that the reference gives them."""
+colocate-platform as if its file were removed lists what it deletes: the training Namespace and
+every claim in it when the Namespace lacks the Delete=false that the reference gives it, one
+NetworkPolicy that lacks it, and none of the PriorityClasses, quotas, LimitRanges and other
+NetworkPolicies, which keep it (docs/gitops.md, "Deletion protection")."""
 from __future__ import annotations
 
 import shutil
@@ -17,17 +19,20 @@ SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 #: Sources Argo CD cannot fetch offline: Helm repositories and the upstream training-operator git.
 OFFLINE = {"kube-prometheus-stack", "dcgm-exporter", "nvidia-device-plugin", "colocate-training-operator-upstream"}
 CLAIMS = ("recsys-train-checkpoints", "tf-mnist-dist-checkpoints", "tf-ps-mode-checkpoints")
+#: The one guard whose Delete=false the drill's copy takes off.
+UNGUARDED = "networkpolicy.online.default-deny"
+GUARDS = ("PriorityClass", "ResourceQuota", "LimitRange", "NetworkPolicy")
 
 
 @pytest.fixture(scope="module")
 def platform_drill(tmp_path_factory):
-    """dist/ whose online and training Namespaces lost Delete=false (what a careless change does;
-    monitoring and kubeflow keep it), with colocate-platform drilled."""
+    """dist/ whose training Namespace and online default-deny NetworkPolicy lost Delete=false
+    (what a careless change does; everything else keeps it), with colocate-platform drilled."""
     root = tmp_path_factory.mktemp("platform-drill")
     dist = root / "dist"
     shutil.copytree(DIST, dist)
-    for namespace in ("online", "training"):
-        file = dist / f"apps/platform/namespace.{namespace}.yaml"
+    for name in ("namespace.training", UNGUARDED):
+        file = dist / f"apps/platform/{name}.yaml"
         doc = yaml.safe_load(file.read_text())
         assert "Delete=false" in doc["metadata"]["annotations"].pop(SYNC_OPTIONS)  # the reference protects it
         file.write_text(yaml.safe_dump(doc))
@@ -53,13 +58,30 @@ def test_root_application_syncs_every_colocate_application_that_renders_offline(
 
 def test_delete_drill_lists_the_namespaces_and_claims_deleting_colocate_platform_deletes(platform_drill):
     gone = platform_drill["drills"]["colocate-platform"]
-    for namespace in ("online", "training"):
-        assert f"Namespace/{namespace}" in gone, gone
+    assert "Namespace/training" in gone, gone
     # A Namespace takes every claim in it along, even one whose own Delete=false Argo CD honours.
     for claim in CLAIMS:
         assert f"PersistentVolumeClaim/training/{claim}" in gone, gone
-    assert "Deployment/online/recsys-inference" in gone  # colocate-online's, gone with its Namespace
-    assert not {"Namespace/monitoring", "Namespace/kubeflow"} & set(gone), gone  # Delete=false kept them
+    assert "TFJob/training/tf-ps-mode" in gone  # colocate-training's, gone with its Namespace
+    # Delete=false kept these namespaces, and so everything in them.
+    assert not {"Namespace/online", "Namespace/monitoring", "Namespace/kubeflow"} & set(gone), gone
+    assert "Deployment/online/recsys-inference" not in gone, gone
+
+
+def test_delete_drill_keeps_priority_classes_quotas_limit_ranges_and_network_policies(platform_drill):
+    """Guards carry Delete=false: deleting colocate-platform leaves every PriorityClass (else each new
+    pod naming one is refused), quota, LimitRange and NetworkPolicy of a namespace that stays."""
+    gone = platform_drill["drills"]["colocate-platform"]
+    # The one whose Delete=false was taken off goes: the drill sees a guard's deletion.
+    assert "NetworkPolicy/online/default-deny" in gone, gone
+    kept = []
+    for file in sorted((DIST / "apps").rglob("*.yaml")):
+        for doc in yaml.safe_load_all(file.read_text()):
+            if doc and doc["kind"] in GUARDS and doc["metadata"].get("namespace") != "training":
+                kept.append("/".join(x for x in (doc["kind"], doc["metadata"].get("namespace"), doc["metadata"]["name"]) if x))
+    assert {k.split("/")[0] for k in kept} == set(GUARDS), kept
+    assert "PriorityClass/offline-batch" in kept and "ResourceQuota/online/online-quota" in kept
+    assert [k for k in kept if k in gone] == ["NetworkPolicy/online/default-deny"], gone
     stateful = [o.split("/")[0] in ("Namespace", "PersistentVolumeClaim", "PersistentVolume") for o in gone]
     assert stateful == sorted(stateful, reverse=True), f"stateful objects first: {gone}"
     assert platform_drill["settled"] and survivors() == []
