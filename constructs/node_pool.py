@@ -79,7 +79,8 @@ class NodePool(Construct):
         return out
 
     def _join_configuration(self) -> dict:
-        node_labels = ",".join(f"{k}={v}" for k, v in sorted(self.labels.items()))
+        # Not the selector label: the kubelet refuses node-restriction.kubernetes.io/ labels.
+        node_labels = ",".join(f"{k}={v}" for k, v in sorted(self.props.kubelet_labels.items()))
         return {
             "apiVersion": "kubeadm.k8s.io/v1beta3",
             "kind": "JoinConfiguration",

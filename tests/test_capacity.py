@@ -26,12 +26,16 @@ def _requests(spec: dict) -> tuple[Decimal, Decimal, Decimal]:
     return tuple(total)
 
 
+#: The label generated pods select their pool by (written out: the test reads what synth wrote).
+POOL_KEY = "node-restriction.kubernetes.io/colocate-pool"
+
+
 def _pool(spec: dict) -> str:
-    if "colocate.io/pool" in (spec.get("nodeSelector") or {}):
-        return spec["nodeSelector"]["colocate.io/pool"]
+    if POOL_KEY in (spec.get("nodeSelector") or {}):
+        return spec["nodeSelector"][POOL_KEY]
     affinity = spec["affinity"]["nodeAffinity"]
     (term,) = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    (expr,) = [e for e in term["matchExpressions"] if e["key"] == "colocate.io/pool"]
+    (expr,) = [e for e in term["matchExpressions"] if e["key"] == POOL_KEY]
     if len(expr["values"]) > 1:
         # Several pools: the request counts where the pod goes first, its one preferred pool.
         (preferred,) = affinity["preferredDuringSchedulingIgnoredDuringExecution"]

@@ -55,7 +55,7 @@ def test_prepull_daemonset_pulls_every_job_image_on_the_mixed_pool_at_the_lowest
                   ["template"]["spec"]["containers"][0]["image"] for n in REFERENCE_JOBS}
     assert [c["image"] for c in pod["initContainers"]] == sorted(job_images)
     assert pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
-        {"matchExpressions": [{"key": "colocate.io/pool", "operator": "In", "values": ["mixed"]}]}]
+        {"matchExpressions": [{"key": "node-restriction.kubernetes.io/colocate-pool", "operator": "In", "values": ["mixed"]}]}]
     classes = {yaml.safe_load(t)["metadata"]["name"]: yaml.safe_load(t)["value"]
                for p, t in rendered.items() if p.startswith("apps/platform/priorityclass.")}
     assert pod["priorityClassName"] == min(classes, key=classes.get)

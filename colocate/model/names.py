@@ -5,6 +5,13 @@ from __future__ import annotations
 
 #: Node label naming a node's pool; every pool sets it (value = pool name).
 POOL_LABEL = "colocate.io/pool"
+#: The label pods select their pool by. Under the node-restriction.kubernetes.io/ prefix, which
+#: the NodeRestriction admission plugin forbids kubelets to set or change on their own Node
+#: (kubernetes/kubernetes v1.28.15 plugin/pkg/admission/noderestriction/admission.go), so a
+#: compromised node cannot label itself into the online pool; the kubelet refuses it in
+#: --node-labels too, so an administrator labels each node after it joins (docs/node-pools.md).
+#: POOL_LABEL stays the kubelet-set label dashboards and kube-state-metrics group by.
+POOL_SELECTOR_LABEL = "node-restriction.kubernetes.io/colocate-pool"
 #: Labels every kubelet sets on its own Node, whatever the pool: the operating system and the
 #: architecture, stable and beta. forms (kubernetes/kubernetes pkg/kubelet/kubelet_node_status.go
 #: initialNode, v1.28.15; keys in k8s.io/api core/v1/well_known_labels.go and k8s.io/kubelet

@@ -13,7 +13,7 @@ from typing import Literal, Mapping, Sequence
 
 from colocate import quantity
 from colocate.errors import PropError
-from colocate.model.names import GPU, POOL_LABEL
+from colocate.model.names import GPU, POOL_LABEL, POOL_SELECTOR_LABEL
 from colocate.model.validate import check_dns_label, check_labels
 
 #: Where kubeadm reads patches on a node (JoinConfiguration ``patches.directory``, and
@@ -138,7 +138,13 @@ class NodePoolProps:
 
     @property
     def node_labels(self) -> dict[str, str]:
-        """Every label the pool's nodes carry: ``labels`` plus the pool label."""
+        """Every label the pool's nodes carry: ``labels`` plus both pool labels."""
+        return {**self.kubelet_labels, POOL_SELECTOR_LABEL: self.name}
+
+    @property
+    def kubelet_labels(self) -> dict[str, str]:
+        """The labels the kubelet sets at join (``--node-labels``): all but the selector label,
+        which only an administrator may set (docs/node-pools.md)."""
         return {**self.labels, POOL_LABEL: self.name}
 
     @property

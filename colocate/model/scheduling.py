@@ -7,12 +7,16 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from colocate.model.names import POOL_LABEL
+from colocate.model.names import POOL_LABEL, POOL_SELECTOR_LABEL
+
+#: Labels that name a node's pool: the one colocate selects by, and the kubelet-set one.
+_POOL_KEYS = (POOL_SELECTOR_LABEL, POOL_LABEL)
 
 
 def pool_term(pools: Iterable[str]) -> dict[str, Any]:
-    """A nodeSelectorTerm that admits the nodes of these pools (by their pool label)."""
-    return {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": sorted(pools)}]}
+    """A nodeSelectorTerm that admits the nodes of these pools (by the pool label kubelets
+    cannot set on themselves)."""
+    return {"matchExpressions": [{"key": POOL_SELECTOR_LABEL, "operator": "In", "values": sorted(pools)}]}
 
 
 def required_pool_affinity(pools: Iterable[str]) -> dict[str, Any]:
@@ -42,11 +46,10 @@ def pod_pools(spec: Mapping[str, Any]) -> set[str]:
     (``In``). Empty: anywhere."""
     out: set[str] = set()
     selector = spec.get("nodeSelector") or {}
-    if POOL_LABEL in selector:
-        out.add(selector[POOL_LABEL])
+    out.update(selector[key] for key in _POOL_KEYS if key in selector)
     for term in _required_terms(spec):
         for expr in term.get("matchExpressions") or []:
-            if expr.get("key") == POOL_LABEL and expr.get("operator") == "In":
+            if expr.get("key") in _POOL_KEYS and expr.get("operator") == "In":
                 out.update(expr.get("values") or [])
     return out
 
@@ -62,7 +65,7 @@ def preferred_pool(spec: Mapping[str, Any]) -> str | None:
     for term in sorted(preferred, key=lambda t: -int(t.get("weight") or 0)):
         for expr in (term.get("preference") or {}).get("matchExpressions") or []:
             values = expr.get("values") or []
-            if expr.get("key") == POOL_LABEL and expr.get("operator") == "In" and len(values) == 1 \
+            if expr.get("key") in _POOL_KEYS and expr.get("operator") == "In" and len(values) == 1 \
                     and values[0] in pools:
                 return values[0]
     return None

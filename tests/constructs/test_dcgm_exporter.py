@@ -59,7 +59,7 @@ def test_configmap_holds_the_csv_and_the_chart_reads_it_with_f():
 def test_runs_on_every_gpu_pool_including_the_tainted_online_pool():
     v = exporter()[0].values()
     term = v["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
-    assert term["matchExpressions"] == [{"key": "colocate.io/pool", "operator": "In", "values": ["mixed", "online"]}]
+    assert term["matchExpressions"] == [{"key": "node-restriction.kubernetes.io/colocate-pool", "operator": "In", "values": ["mixed", "online"]}]
     assert v["tolerations"] == [ONLINE_TAINT.toleration()]
 
 

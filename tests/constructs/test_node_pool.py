@@ -60,6 +60,17 @@ def test_gpu_pools_with_exclusive_cores_align_them_with_gpus_best_effort(gpus, p
     assert kubelet.get("topologyManagerPolicy") == expected
 
 
+def test_the_pool_selector_label_is_left_to_an_administrator():
+    # NodeRestriction forbids kubelets to set node-restriction.kubernetes.io/ labels, and the
+    # kubelet refuses them in --node-labels: the join carries every other label.
+    chart = cdk8s.Testing.chart()
+    pool = NodePool(chart, "pool", NodePoolProps(name="p", nodes=1, cpu="8", memory="32Gi", labels={"role": "p"}))
+    _kubelet, join, description = cdk8s.Testing.synth(chart)
+    assert "node-restriction.kubernetes.io" not in join["nodeRegistration"]["kubeletExtraArgs"]["node-labels"]
+    assert description["spec"]["labels"]["node-restriction.kubernetes.io/colocate-pool"] == "p"
+    assert pool.labels["node-restriction.kubernetes.io/colocate-pool"] == "p"
+
+
 def test_join_configuration_carries_labels_and_taints():
     chart = cdk8s.Testing.chart()
     NodePool(chart, "pool", NodePoolProps(name="online", nodes=4, cpu="16", memory="64Gi", labels={"role": "online"},
@@ -94,4 +105,5 @@ def test_a_pool_describes_itself_for_the_checker():
     assert description["spec"]["nodes"] == 3
     assert description["spec"]["allocatable"]["cpu"] == "7" and description["spec"]["allocatable"]["nvidia.com/gpu"] == "1"
     # The pool's labels, and those every kubelet sets on its Node (COL050 and simulate read them).
-    assert description["spec"]["labels"] == {"colocate.io/pool": "p", "role": "p", **KUBELET_NODE_LABELS}
+    assert description["spec"]["labels"] == {"colocate.io/pool": "p", "node-restriction.kubernetes.io/colocate-pool": "p",
+                                             "role": "p", **KUBELET_NODE_LABELS}

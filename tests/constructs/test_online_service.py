@@ -39,16 +39,16 @@ def test_pods_are_guaranteed_at_online_priority_on_the_online_pool():
     assert pod["priorityClassName"] == "online-high"
     assert pod["tolerations"] == [ONLINE_TOLERATION]
     assert pod["affinity"] == {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "colocate.io/pool", "operator": "In", "values": ["online"]}]}]}}}
+        {"matchExpressions": [{"key": "node-restriction.kubernetes.io/colocate-pool", "operator": "In", "values": ["online"]}]}]}}}
 
 
 def test_several_pools_are_required_the_first_preferred_and_only_their_taints_tolerated():
     pod = synth(pools=("online", "mixed"))["Deployment"]["spec"]["template"]["spec"]
     affinity = pod["affinity"]["nodeAffinity"]
     assert affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
-        {"matchExpressions": [{"key": "colocate.io/pool", "operator": "In", "values": ["mixed", "online"]}]}]
+        {"matchExpressions": [{"key": "node-restriction.kubernetes.io/colocate-pool", "operator": "In", "values": ["mixed", "online"]}]}]
     assert affinity["preferredDuringSchedulingIgnoredDuringExecution"] == [{"weight": 100, "preference": {
-        "matchExpressions": [{"key": "colocate.io/pool", "operator": "In", "values": ["online"]}]}}]
+        "matchExpressions": [{"key": "node-restriction.kubernetes.io/colocate-pool", "operator": "In", "values": ["online"]}]}}]
     # The mixed pool has no taint: nothing more to tolerate, and no wildcard.
     assert pod["tolerations"] == [ONLINE_TOLERATION]
     assert "nodeSelector" not in pod

@@ -51,7 +51,7 @@ def test_reference_defaults_on_every_replica():
         assert pod["terminationGracePeriodSeconds"] == 30
         assert "tolerations" not in pod
         assert pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
-            "nodeSelectorTerms": [{"matchExpressions": [{"key": "colocate.io/pool", "operator": "In", "values": ["mixed"]}]}]}
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "node-restriction.kubernetes.io/colocate-pool", "operator": "In", "values": ["mixed"]}]}]}
 
 
 def test_requests_and_limits_default_to_each_other_and_gpus_go_in_limits_only():
@@ -134,7 +134,7 @@ def test_ps_spread_over_nodes_and_prefer_the_cpu_richest_pool():
     terms = ps["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms[0]["matchExpressions"][0]["values"] == ["cpu", "mixed"]
     assert ps["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] == [
-        {"weight": 100, "preference": {"matchExpressions": [{"key": "colocate.io/pool", "operator": "In", "values": ["cpu"]}]}}]
+        {"weight": 100, "preference": {"matchExpressions": [{"key": "node-restriction.kubernetes.io/colocate-pool", "operator": "In", "values": ["cpu"]}]}}]
     anti = ps["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
     assert anti["labelSelector"]["matchLabels"] == {"training.kubeflow.org/job-name": "mnist",
                                                     "training.kubeflow.org/replica-type": "ps"}

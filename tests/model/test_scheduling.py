@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from colocate.model.names import POOL_LABEL
-from colocate.model.scheduling import ImageRef, pool_term, required_pool_affinity, selector_matches
+from colocate.model.names import POOL_LABEL, POOL_SELECTOR_LABEL
+from colocate.model.scheduling import ImageRef, pod_pools, pool_term, required_pool_affinity, selector_matches
 
 
 @pytest.mark.parametrize("image, registry, repository, tag, digest, pinned, mirror_path", [
@@ -24,11 +24,17 @@ def test_image_references_split_like_the_runtime(image, registry, repository, ta
     assert ref.has_registry_path is mirror_path
 
 
-def test_pool_term_lists_the_pools_sorted_under_the_pool_label():
+def test_pool_term_lists_the_pools_sorted_under_the_label_kubelets_cannot_set():
+    assert POOL_SELECTOR_LABEL.startswith("node-restriction.kubernetes.io/")
     assert pool_term(["mixed", "online"]) == {"matchExpressions": [
-        {"key": POOL_LABEL, "operator": "In", "values": ["mixed", "online"]}]}
+        {"key": POOL_SELECTOR_LABEL, "operator": "In", "values": ["mixed", "online"]}]}
     assert required_pool_affinity(["online", "mixed"])["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
         "nodeSelectorTerms": [pool_term(["mixed", "online"])]}
+
+
+def test_a_pod_names_its_pools_by_either_pool_label():
+    assert pod_pools({"nodeSelector": {POOL_LABEL: "online"}}) == {"online"}
+    assert pod_pools({"affinity": required_pool_affinity(["mixed", "online"])}) == {"mixed", "online"}
 
 
 @pytest.mark.parametrize("selector, matches", [
