@@ -477,6 +477,16 @@ def _skipped_findings(skipped: Iterable[manifests.Skipped]) -> list[Finding]:
     return [Finding(INPUT_RULE_ID, "warning", s.path, 0, "", "", "", "", s.reason, s.hint) for s in skipped]
 
 
+def _checked_context(config: config_mod.Config, docs: list[Doc], cluster: Path | None,
+                     rules: tuple[Rule, ...]) -> Context:
+    """The context ``check`` judges the checked objects in, with or without the cache."""
+    ctx = _context(reference(config), docs, config.gitops.min_argocd_version, config.registry_host,
+                   config.registry_proxy_projects, config.shared_storage_class)
+    ctx.pools, ctx.pools_source = cluster_pools(docs, cluster)
+    ctx.rules = tuple(rules)
+    return ctx
+
+
 def described_rules(config_path: Path | None = None) -> tuple[Rule, ...]:
     """Every rule with its placeholders filled from the configuration, for ``colocate rules``
     and ``--explain`` (no objects: the namespace tiers are the configuration's). Outside a
@@ -537,10 +547,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
                                            config.kubernetes_version)
         phase("parse YAML")
         rules = load_rules()
-        ctx = _context(reference(config), docs, config.gitops.min_argocd_version,
-                       config.registry_host, config.registry_proxy_projects, config.shared_storage_class)
-        ctx.pools, ctx.pools_source = cluster_pools(docs, cluster)
-        ctx.rules = tuple(rules)
+        ctx = _checked_context(config, docs, cluster, rules)
         index = Index(docs, ctx)
         phase("load rules and context")
         rule_findings = evaluate(rules, index, timings)
@@ -829,10 +836,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
             tallies.pop(file, None)
         phase("parse YAML")
         rules = load_rules()
-        ctx = _context(reference(config), docs, config.gitops.min_argocd_version,
-                       config.registry_host, config.registry_proxy_projects, config.shared_storage_class)
-        ctx.pools, ctx.pools_source = cluster_pools(docs, cluster)
-        ctx.rules = tuple(rules)
+        ctx = _checked_context(config, docs, cluster, rules)
         context = verdict_cache.context_key(sorted(ctx.online_namespaces), sorted(ctx.offline_namespaces),
                                             ctx.min_argocd_version, ctx.registry_host, sorted(ctx.proxied_registries),
                                             ctx.pools, ctx.pools_source, ctx.shared_storage_class)

@@ -78,22 +78,24 @@ WARNINGS = [
 ]
 
 
-@pytest.mark.parametrize("file, change, rule", WARNINGS, ids=[f"{r}:{f}" for f, _, r in WARNINGS])
-def test_check_warns_about_the_gitops_mistake_written_by_hand(tmp_path, file, change, rule):
+def _checked_with(tmp_path: Path, file: str, change: Callable[[dict], None]) -> tuple[Path, checker.CheckResult]:
+    """check of a copy of dist/ with ``file`` changed."""
     copy = tmp_path / "dist"
     shutil.copytree(DIST, copy)
     _edit(copy / file, change)
-    result = checker.check([copy])
+    return copy, checker.check([copy])
+
+
+@pytest.mark.parametrize("file, change, rule", WARNINGS, ids=[f"{r}:{f}" for f, _, r in WARNINGS])
+def test_check_warns_about_the_gitops_mistake_written_by_hand(tmp_path, file, change, rule):
+    copy, result = _checked_with(tmp_path, file, change)
     assert [(f.rule, f.file) for f in result.findings] == [(rule, str(copy / file))], \
         [(f.rule, f.file) for f in result.findings]
 
 
 @pytest.mark.parametrize("file, change, rule", MISTAKES, ids=[f"{r}:{f}" for f, _, r in MISTAKES])
 def test_check_catches_the_mistake_written_by_hand(tmp_path, file, change, rule):
-    copy = tmp_path / "dist"
-    shutil.copytree(DIST, copy)
-    _edit(copy / file, change)
-    result = checker.check([copy])
+    copy, result = _checked_with(tmp_path, file, change)
     found = [f for f in result.findings if f.rule == rule]
     assert found and all(f.file == str(copy / file) for f in found), [(f.rule, f.file) for f in result.findings]
     assert result.errors and {f.rule for f in result.errors} == {rule}, [(f.rule, f.file) for f in result.errors]
