@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,38 @@ class TFJobs:
     def create(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
         return self._call(f"create tfjob {namespace}/{body['metadata']['name']}",
                           self.api.create_namespaced_custom_object, namespace, TFJOB_PLURAL, body)
+
+    def wait_gone(self, namespace: str, name: str, uid: str, timeout: float, stopped=lambda: False) -> bool:
+        """True once incarnation ``uid`` is gone (deleted, or replaced under its name), False at
+        ``timeout`` or when ``stopped()``. It watches the one object rather than polling, so the
+        caller learns of the deletion within milliseconds: Argo CD's self-heal races it for the name."""
+        from kubernetes import watch
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0 and not stopped():
+            try:
+                meta = self.get(namespace, name)["metadata"]
+            except ColocateError as exc:
+                if status(exc.__cause__) == 404:
+                    return True
+                raise
+            if meta.get("uid") != uid:
+                return True
+            stream = watch.Watch()
+            try:  # from the version just read, so no event falls between the get and the watch
+                for event in stream.stream(self.api.list_namespaced_custom_object, TFJOB_GROUP, TFJOB_VERSION,
+                                           namespace, TFJOB_PLURAL, field_selector=f"metadata.name={name}",
+                                           resource_version=meta["resourceVersion"],
+                                           timeout_seconds=max(1, int(min(left, 5)))):
+                    if event["type"] == "DELETED" or event["raw_object"]["metadata"].get("uid") != uid:
+                        return True
+            except (ApiException, HTTPError, OSError):  # expired (410) or cut: read it again
+                time.sleep(0.1)
+            finally:
+                stream.stop()
+        return False
 
     def delete(self, namespace: str, name: str, uid: str, propagation: str = "Foreground") -> None:
         """Delete exactly the incarnation ``uid`` (a precondition), dependents first by default."""

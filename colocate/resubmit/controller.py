@@ -197,17 +197,8 @@ class Resubmitter:
         log.info("TFJob %s/%s resubmitted (%d): %s", namespace, name, decision.count, decision.why)
 
     def _wait_gone(self, namespace: str, name: str, uid: str) -> None:
-        deadline = time.monotonic() + GONE_TIMEOUT
-        while time.monotonic() < deadline and not self._stop.is_set():
-            try:
-                if self.jobs.get(namespace, name)["metadata"].get("uid") != uid:
-                    return
-            except ColocateError as exc:
-                if status(exc.__cause__) == 404:
-                    return
-                raise
-            time.sleep(0.5)
-        raise ColocateError(f"TFJob {namespace}/{name} (uid {uid}) still exists {GONE_TIMEOUT:.0f} s after its delete")
+        if not self.jobs.wait_gone(namespace, name, uid, GONE_TIMEOUT, self._stop.is_set):
+            raise ColocateError(f"TFJob {namespace}/{name} (uid {uid}) still exists {GONE_TIMEOUT:.0f} s after its delete")
 
     def _event(self, job: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         from kubernetes.client.exceptions import ApiException

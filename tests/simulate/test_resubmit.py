@@ -136,9 +136,17 @@ def test_t5_argo_cd_keeps_the_resubmitted_jobs_synced_with_no_sync_loop(peaks):
     obs, seen = peaks
     app = seen["app"]["status"]
     assert app["sync"]["status"] == "Synced" and app["health"]["status"] in ("Healthy", "Progressing"), app["sync"]
-    # The Application's sync operations per step: none after the first sync, however many resubmissions.
+    # A sync loop syncs again with nothing new to sync. The resubmitter deletes a TFJob and creates
+    # it again at once; should Argo CD's self-heal see it missing in between, it re-creates it from
+    # git first, one operation the resubmitter then carries its count onto (docs/resubmission.md).
+    # So a step adds at most one operation per resubmission, and a step without any adds none.
     operations = [s.argocd_operations["colocate-training"] for s in obs.steps]
-    assert operations == [operations[0]] * len(operations), operations
+    added = [after - before for before, after in zip(operations, operations[1:])]
+    assert all(0 <= n <= step.resubmissions for n, step in zip(added, obs.steps[1:])), (
+        operations, [s.resubmissions for s in obs.steps], app.get("operationState"))
+    if operations[-1] > operations[0]:  # the last one was such a re-creation, in Argo CD's own words
+        results = app["operationState"]["syncResult"]["resources"]
+        assert any(r["kind"] == "TFJob" and r.get("message", "").endswith(" created") for r in results), results
     # The resubmitted objects still carry Argo CD's tracking label.
     for job in seen["jobs"]:
         assert job["metadata"]["labels"].get("app.kubernetes.io/instance") == "colocate-training", job["metadata"]
