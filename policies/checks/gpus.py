@@ -15,9 +15,13 @@ from colocate.model.names import GPU, NO_GPU_VALUES, VISIBLE_DEVICES_ENV
 _TIERS = ("online", "offline")
 
 
+def gpu_quantity(container: dict[str, Any], kind: str) -> Any:
+    """The container's ``nvidia.com/gpu`` under ``resources.<kind>`` (requests or limits), None if unset."""
+    return ((container.get("resources") or {}).get(kind) or {}).get(GPU)
+
+
 def _requests_gpu(container: dict[str, Any]) -> bool:
-    resources = container.get("resources") or {}
-    return any(GPU in (resources.get(kind) or {}) for kind in ("limits", "requests"))
+    return any(gpu_quantity(container, kind) is not None for kind in ("limits", "requests"))
 
 
 def _visible_devices(container: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:

@@ -1,7 +1,9 @@
 """Checks that join our monitoring objects with the kube-prometheus-stack Application's values."""
 from __future__ import annotations
 
+import ipaddress
 from typing import Iterator
+from urllib.parse import urlsplit
 
 from colocate.checker import Index, Rule, Violation
 from colocate.constructs import kube_prometheus_stack as kps
@@ -74,17 +76,27 @@ def _scraped(index: Index, key: str) -> bool:
     return not values or any(((v.get(key) or {}).get("enabled", True)) is not False for v in values)
 
 
+def _host(part: str) -> str:
+    """The host of an address, ``host:port`` or URL: ``::1``, ``[::1]:10257`` and ``http://[::1]:2381`` give ``::1``."""
+    part = part.strip().split("://", 1)[-1].split("/", 1)[0]
+    try:
+        return str(ipaddress.ip_address(part.strip("[]")))  # a bare address (an IPv6 one holds colons)
+    except ValueError:
+        return urlsplit(f"//{part}").hostname or ""
+
+
 def _loopback_only(value: str) -> bool:
     """Every address in ``value`` (an address, host:port, or comma-separated URLs) is loopback."""
-    hosts = []
-    for part in str(value).split(","):
-        host = part.strip().split("://", 1)[-1].rsplit(":", 1)[0] if ":" in part else part.strip()
-        hosts.append(host.strip("[]"))
-    return all(h.startswith("127.") or h in ("localhost", "::1", "") for h in hosts)
+    def loopback(host: str) -> bool:
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return host == "localhost"  # an empty host listens on every address
+    return all(loopback(_host(part)) for part in str(value).split(","))
 
 
 def _field(obj: dict, path: str):
-    # The last part may hold dots of its own (extraArgs keys do not, but stay exact).
+    """The value at a dotted path (no key on these paths holds a dot of its own), None if absent."""
     node = obj
     for key in path.split("."):
         if not isinstance(node, dict):

@@ -16,14 +16,11 @@ from colocate.model.names import (CHECKPOINT_ENV, GPU, JOB_NAME_LABEL, MAX_MEMOR
                                    TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER,
                                    TFJOB_MIN_GRACE_SECONDS, tf_role)
 from colocate.manifests import Doc, PodSpec, containers
+from colocate.policies.checks.gpus import gpu_quantity
 from colocate.model.scheduling import selector_matches
 
 #: The one replica type that does not checkpoint (the chief saves the variables it serves).
 PS_ROLE = "PS"
-
-
-def _gpu(container: dict, kind: str) -> Any:
-    return (((container.get("resources") or {}).get(kind)) or {}).get(GPU)
 
 
 def _whole(value: Any) -> bool:
@@ -34,7 +31,7 @@ def gpu_in_limits(index: Index, rule: Rule) -> Iterator[Violation]:
     """The API server's rule for extended resources: whole numbers, a limit, request == limit."""
     for pod in index.pods(rule.scope):
         for path, container in containers(pod):
-            request, limit = _gpu(container, "requests"), _gpu(container, "limits")
+            request, limit = gpu_quantity(container, "requests"), gpu_quantity(container, "limits")
             for kind, value in (("requests", request), ("limits", limit)):
                 if value is not None and not _whole(value):
                     yield Violation(pod.doc, f"{path}.resources.{kind}.{GPU}", f"{value} is not a whole number")
@@ -232,7 +229,7 @@ def _replica_gpus(spec: dict) -> float:
     total = 0.0
     for container in pod.get("containers") or []:
         if isinstance(container, dict):
-            value = _gpu(container, "limits") or _gpu(container, "requests")
+            value = gpu_quantity(container, "limits") or gpu_quantity(container, "requests")
             if value is not None and quantity.is_quantity(value):
                 total += float(quantity.parse(value))
     return total
