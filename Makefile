@@ -16,12 +16,13 @@ PY := $(ROOT)/.venv/bin/python
 # Extra arguments, e.g. `make test ARGS='-k policies -x'`.
 ARGS ?=
 
-.PHONY: help bootstrap synth test check simulate cdk8s-synth bench
+.PHONY: help bootstrap synth test test-fast check simulate cdk8s-synth bench
 
 help:
 	@echo 'make bootstrap    install .venv, node_modules, bin/ (kubeconform, actionlint, amtool, alertmanager), promtool/prometheus'
 	@echo 'make synth        regenerate dist/ (colocate synth)'
 	@echo 'make test         run the test suite (pytest)'
+	@echo 'make test-fast    the suite without the simulation (-m "not simulate"): no component build, no cluster'
 	@echo 'make check        policy + schema checks on dist/'
 	@echo 'make simulate     sync dist/ into the real Kubernetes components on loopback (ARGS=--scenario peak)'
 	@echo 'make cdk8s-synth  synth through the cdk8s CLI (cdk8s.yaml)'
@@ -38,6 +39,10 @@ synth: bootstrap
 test: bootstrap
 	$(PY) -m colocate.simulate.toolchain
 	$(PY) -m pytest $(ARGS)
+
+# The edit loop: every test but the simulation's, so nothing waits for the components.
+test-fast: bootstrap
+	$(PY) -m pytest -m 'not simulate' $(ARGS)
 
 check: bootstrap
 	$(ROOT)/.venv/bin/colocate check dist/ $(ARGS)

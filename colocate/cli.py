@@ -328,9 +328,28 @@ def _rules(args: argparse.Namespace) -> int:
         print(json.dumps([{"id": r.id, "name": r.name, "severity": r.severity, "category": r.category,
                            "message": r.message, "rationale": r.rationale, "fix": r.fix} for r in rules], indent=2))
         return EXIT_OK
+    if args.format == "markdown":
+        sys.stdout.write(rules_markdown(rules))
+        return EXIT_OK
     for rule in rules:
         print(f"{rule.id:7} {rule.severity:8} {rule.name:40} {rule.rationale}")
     return EXIT_OK
+
+
+def rules_markdown(rules) -> str:
+    """docs/rules.md: every rule's id, severity, category and what it asks, from the rule files."""
+    def cell(text: str) -> str:
+        return " ".join(str(text).split()).replace("|", "\\|")
+
+    lines = ["# Policy rules", "",
+             "Generated from `policies/rules/*.yaml` with the repository's `colocate.yaml` by",
+             "`colocate rules --format markdown > docs/rules.md`; `tests/test_rules_doc.py` fails when it is",
+             "stale. `colocate check --explain ID` prints one rule's rationale, with its upstream sources,",
+             "and its fix; each rule's failing and passing fixtures are in `tests/policies/fixtures/<ID>/`.", "",
+             "| id | severity | category | asks |", "|---|---|---|---|"]
+    for rule in sorted(rules, key=lambda r: r.id):
+        lines.append(f"| {rule.id} | {rule.severity} | {rule.category} | {cell(rule.message)} |")
+    return "\n".join(lines) + "\n"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -462,7 +481,8 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("folder", nargs="?", default=".", help="where (default: here); an existing colocate.yaml is kept")
     i.set_defaults(func=_init)
     r = command("rules", help="list every policy rule")
-    r.add_argument("--format", choices=("text", "json"), default="text")
+    r.add_argument("--format", choices=("text", "json", "markdown"), default="text",
+                   help="markdown: the table of docs/rules.md")
     r.set_defaults(func=_rules)
     return p
 

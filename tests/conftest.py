@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -17,3 +18,13 @@ def rendered() -> dict[str, str]:
     from colocate import app
 
     return app.render_files(app.build())
+
+
+_SIMULATION = Path(__file__).parent / "simulate"
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Every test under tests/simulate/ is marked ``simulate``."""
+    for item in items:
+        if item.path.is_relative_to(_SIMULATION):
+            item.add_marker(pytest.mark.simulate)
