@@ -16,7 +16,7 @@ PY := $(ROOT)/.venv/bin/python
 # Extra arguments, e.g. `make test ARGS='-k policies -x'`.
 ARGS ?=
 
-.PHONY: help bootstrap synth test test-fast check simulate cdk8s-synth bench
+.PHONY: help bootstrap synth test test-fast check simulate cdk8s-synth bench render-tools vendor-verify
 
 help:
 	@echo 'make bootstrap    install .venv, node_modules, bin/ (kubeconform, actionlint, amtool, alertmanager), promtool/prometheus'
@@ -27,6 +27,8 @@ help:
 	@echo 'make simulate     sync dist/ into the real Kubernetes components on loopback (ARGS=--scenario peak)'
 	@echo 'make cdk8s-synth  synth through the cdk8s CLI (cdk8s.yaml)'
 	@echo 'make bench        synth/check/simulate benchmarks (check vs its floor and checkov)'
+	@echo 'make render-tools build bin/helm and bin/kustomize at the versions Argo CD v2.10.15 bundles (make test does too)'
+	@echo 'make vendor-verify recompute the checksums of the vendored upstream trees (vendor/sources.yaml)'
 
 bootstrap:
 	@$(ROOT)/scripts/bootstrap
@@ -34,14 +36,17 @@ bootstrap:
 synth: bootstrap
 	$(ROOT)/.venv/bin/colocate synth $(ARGS)
 
-# The simulation's components (Kubernetes, etcd, kwok, training-operator) are built before the
-# tests: minutes cold, a stamp check warm. `make synth` never waits for them.
+# The simulation's components (Kubernetes, etcd, kwok, training-operator) and the renderers (helm,
+# kustomize) are built before the tests: minutes cold, a stamp check warm. `make synth` never waits
+# for them.
 test: bootstrap
+	$(PY) -m colocate.render_toolchain
 	$(PY) -m colocate.simulate.toolchain
 	$(PY) -m pytest $(ARGS)
 
-# The edit loop: every test but the simulation's, so nothing waits for the components.
+# The edit loop: every test but the simulation's, so nothing waits for its components.
 test-fast: bootstrap
+	$(PY) -m colocate.render_toolchain
 	$(PY) -m pytest -m 'not simulate' $(ARGS)
 
 check: bootstrap
@@ -61,3 +66,14 @@ bench: bootstrap
 	$(PY) scripts/bench.py $(ARGS)
 	$(PY) scripts/bench_check.py
 	$(PY) scripts/bench_simulate.py
+
+# Helm 3.14.4 and kustomize 5.2.1, the renderers Argo CD v2.10.15's repo server bundles, built from
+# the Go module proxy into bin/ (about 5 min cold on 2 cores; docs/third-party.md). make test and
+# test-fast build them first (tests/test_vendor_render.py needs them); synth does not.
+render-tools: bootstrap
+	$(PY) -m colocate.render_toolchain
+
+# The vendored upstream trees against vendor/sources.yaml; re-vendor one with
+# scripts/vendor_refresh.py NAME --git-dir DIR [--tag TAG] (docs/third-party.md).
+vendor-verify: bootstrap
+	$(PY) scripts/vendor_refresh.py --verify
