@@ -26,8 +26,9 @@ def colocate(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subproces
 
 
 
-#: Installed by scripts/bootstrap; a copy of the repository links them instead of copying.
-_SHARED = (".venv", "node_modules", "bin")
+#: Installed by scripts/bootstrap, or vendored upstream trees no test edits (9 MB): a copy of the
+#: repository links them instead of copying.
+_SHARED = (".venv", "node_modules", "bin", "vendor")
 
 
 def repo_copy(dest: Path, *, with_dist: bool = True) -> Path:
