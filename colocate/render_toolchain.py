@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from colocate.errors import InputError
-from colocate.simulate.toolchain import BIN, Build, _go_install, up_to_date
+from colocate.simulate.toolchain import BIN, Build, go_install, run_main, up_to_date
 
 #: The Argo CD release whose bundled renderers these are (colocate.yaml simulation.argocd).
 ARGOCD_VERSION = "v2.10.15"
@@ -50,18 +49,13 @@ def ensure(log=print) -> dict[str, object]:
         if up_to_date(build):
             log(f"render tools: {build.name} {build.version} up to date")
         else:
-            _go_install(build, log=lambda line: log(line.replace("simulate tools", "render tools")))
+            go_install(build, log, label="render tools")
         out.update({b: BIN / b for b in build.binaries})
     return out
 
 
 def main() -> int:
-    try:
-        ensure(log=lambda line: print(line, flush=True))
-    except InputError as exc:
-        print(f"render tools: ERROR: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return run_main(ensure, "render tools")
 
 
 if __name__ == "__main__":

@@ -110,7 +110,7 @@ def ensure(cfg: config.Config | None = None, log=print) -> dict[str, Path]:
         if up_to_date(build):
             log(f"simulate tools: {', '.join(build.binaries)} {build.version} up to date")
         else:
-            _go_install(build, log)
+            go_install(build, log)
         out.update({b: BIN / b for b in build.binaries})
     for name in ARGOCD_COMMANDS:
         link = BIN / name
@@ -145,13 +145,13 @@ def _redis(log) -> Path:
     return Path(found)
 
 
-def _go_install(build: Build, log) -> None:
+def go_install(build: Build, log, label: str = "simulate tools") -> None:
     go = shutil.which("go")
     if go is None:
         raise InputError("go", "", "not found: the simulation builds Kubernetes, etcd, kwok and the "
                          "training-operator from source; install Go >= 1.25 (https://go.dev/dl)")
     targets = build.packages if build.folder else tuple(f"{p}@{build.version}" for p in build.packages)
-    log(f"simulate tools: building {', '.join(build.binaries)} {build.version} with go install "
+    log(f"{label}: building {', '.join(build.binaries)} {build.version} with go install "
         f"({build.cold} cold on 2 cores, seconds when the Go build cache is warm)")
     started = time.monotonic()
     env = dict(os.environ, GOBIN=str(BIN))
@@ -161,16 +161,22 @@ def _go_install(build: Build, log) -> None:
     if result.returncode != 0:
         raise InputError(" ".join(argv), "", f"go install failed (exit {result.returncode}):\n{result.stdout[-4000:]}")
     _stamp_file(build).write_text(build.stamp() + "\n")
-    log(f"simulate tools: built {', '.join(build.binaries)} in {time.monotonic() - started:.0f} s")
+    log(f"{label}: built {', '.join(build.binaries)} in {time.monotonic() - started:.0f} s")
 
 
-def main() -> int:
+def run_main(ensure, label: str) -> int:
+    """A toolchain's ``python -m`` entry point: build what is missing with a progress line per
+    build; exit 2 with the reason when a build cannot run or fails."""
     try:
         ensure(log=lambda line: print(line, flush=True))
     except InputError as exc:
-        print(f"simulate tools: ERROR: {exc}", file=sys.stderr)
+        print(f"{label}: ERROR: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def main() -> int:
+    return run_main(ensure, "simulate tools")
 
 
 if __name__ == "__main__":
