@@ -326,7 +326,8 @@ def reads(*kinds: str, pods: bool = False, whole: Callable[[Doc], bool] | None =
           project: Callable[[Doc, Context], dict | None] | None = None) -> Callable[[Callable], Callable]:
     """Declares what a cross-object check reads (:class:`Reads`); one declaration may mark several
     checks, which then share one index (and what they derive from it, Index.shared)."""
-    declared = Reads(frozenset(kinds), pods, whole, skeleton, project)
+    declared = _DECLARED.setdefault((frozenset(kinds), pods, whole, skeleton, project),
+                                    Reads(frozenset(kinds), pods, whole, skeleton, project))
 
     def mark(check: Callable) -> Callable:
         check.reads = declared  # type: ignore[attr-defined]
@@ -334,6 +335,9 @@ def reads(*kinds: str, pods: bool = False, whole: Callable[[Doc], bool] | None =
     mark.reads = declared  # type: ignore[attr-defined]
     return mark
 
+
+#: One Reads per distinct declaration: rules that declare the same share an index and digests.
+_DECLARED: dict[tuple, Reads] = {}
 
 #: A check that declares nothing reads every object whole: slower with the cache, never wrong.
 _EVERYTHING = Reads(whole=lambda doc: True)
@@ -796,10 +800,9 @@ def _entry(file: str, value: Any) -> _Entry | None:
     try:
         skeletons = []
         for item in value["skeletons"]:
-            if not isinstance(item, list) or len(item) != 2 or type(item[0]) is not int or not isinstance(item[1], dict) \
-                    or not isinstance(item[1].get("kind"), str) or not isinstance(item[1].get("apiVersion"), str):
+            if not isinstance(item, list) or len(item) != 2 or type(item[0]) is not int or not isinstance(item[1], dict):
                 raise ValueError
-            skeletons.append(Doc(file, item[0], item[1]))
+            skeletons.append(_skeleton_doc(file, item[0], item[1]))
         context_docs = []
         for item in value["context"]:
             if not isinstance(item, list) or len(item) != 2 or type(item[0]) is not int or not isinstance(item[1], dict) \
@@ -831,6 +834,22 @@ def _entry(file: str, value: Any) -> _Entry | None:
                       [tuple(x) for x in lines], skeletons, context_docs, views)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
+
+
+_NEW_DOC = object.__new__
+
+
+def _skeleton_doc(file: str, line: int, obj: dict) -> Doc:
+    """Doc(file, line, obj) of a skeleton read back, its attributes set as Doc.__post_init__ sets
+    them, without its checks (10,000 of them per re-check: twice as fast)."""
+    kind, version, meta = obj.get("kind"), obj.get("apiVersion"), obj.get("metadata")
+    if not isinstance(kind, str) or not isinstance(version, str) or not isinstance(meta, dict) or len(obj) != 3:
+        raise ValueError("not a skeleton")
+    doc = _NEW_DOC(Doc)
+    doc.__dict__.update(file=file, line=line, obj=obj, kind=kind, group=version.rpartition("/")[0], metadata=meta,
+                        name=str(meta.get("name", "")), namespace=str(meta.get("namespace", "")),
+                        is_api_object=kind not in manifests.NON_API_KINDS)
+    return doc
 
 
 def _docs_entry(file: str, value: Any, count: int) -> list[Doc] | None:
@@ -875,28 +894,34 @@ def _file_views(docs: list[Doc], digests: list[str], skeleton_digests: list[str]
                 ctx: Context) -> dict[str, tuple[str, list]]:
     """For each cross-object rule that reads something of this file: a digest of what it reads,
     and the views its kinds do not say ([[object index, view]]: the rest follows from the
-    skeletons, Reads.by_kind)."""
+    skeletons, Reads.by_kind). Computed once per distinct declaration."""
+    by_reads: dict[int, tuple[str, list] | None] = {}
     out = {}
     for rule_id, reads_ in declared.items():
-        chosen: list = []
-        h = hashlib.blake2b(digest_size=16)
-        for i, doc in enumerate(docs):
-            view = reads_.chosen(doc, ctx)
-            if view is not None:
-                chosen.append([i, view])
-            else:
-                view = reads_.by_kind(doc.kind, i == 0)
-                if view is None:
-                    continue
-            part = digests[i] if view == WHOLE else skeleton_digests[i] if view == SKELETON else \
-                _digest(json.dumps(view, separators=(",", ":")))
-            h.update(f"{doc.line}:{i}:{part};".encode())
-        if h.digest() != _EMPTY:
-            out[rule_id] = (h.hexdigest(), chosen)
+        if id(reads_) not in by_reads:
+            by_reads[id(reads_)] = _reads_of_file(docs, digests, skeleton_digests, reads_, ctx)
+        if by_reads[id(reads_)] is not None:
+            out[rule_id] = by_reads[id(reads_)]
     return out
 
 
-_EMPTY = hashlib.blake2b(digest_size=16).digest()
+def _reads_of_file(docs: list[Doc], digests: list[str], skeleton_digests: list[str], reads_: Reads,
+                   ctx: Context) -> tuple[str, list] | None:
+    chosen: list = []
+    parts: list[str] = []
+    asks = reads_.whole is not None or reads_.project is not None
+    for i, doc in enumerate(docs):
+        view = reads_.chosen(doc, ctx) if asks else None
+        if view is not None:
+            chosen.append([i, view])
+        else:
+            view = reads_.by_kind(doc.kind, i == 0)
+            if view is None:
+                continue
+        part = digests[i] if view == WHOLE else skeleton_digests[i] if view == SKELETON else \
+            _digest(json.dumps(view, separators=(",", ":")))
+        parts.append(f"{doc.line}:{i}:{part}")
+    return (_digest(";".join(parts)), chosen) if parts else None
 
 
 def _whole(value: Any) -> CheckResult | None:
@@ -997,7 +1022,13 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
             phase("cache: whole result")
             return replace(whole, cache=f"{folder}: unchanged, the whole result reused ({len(files)} files)")
 
-    config = _load_config(config_path)
+    # The environment holds the configuration's bytes and colocate's code (its schema): a
+    # configuration this environment loaded before needs no schema validation again.
+    checked = store.get("config", env) == "valid"
+    config = config_mod.load(config_path, schema_checked=checked) if config_path else \
+        config_mod.load(schema_checked=checked)
+    if not checked:
+        store.put("config", env, "valid")
     entries: dict[str, _Entry] = {}
     with manifests.collector_paused():
         for file, key in zip(files, keys):
