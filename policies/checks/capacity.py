@@ -74,7 +74,7 @@ def _contributions(doc, pools: tuple[PoolFacts, ...]) -> list[list]:
     """[namespace, quota key, contributor, amount] of one object, in the order they are summed:
     its pods (replicas counted, quota units: millicores, bytes, count), then its object counts."""
     out: list[list] = []
-    for pod in pod_specs(doc):
+    for pod in pod_specs(doc) if doc.kind in WORKLOAD_KINDS else ():  # most objects have none
         ns = doc.namespace
         count = replicas(pod, _nodes(pod, pools))
         for which in ("requests", "limits"):
