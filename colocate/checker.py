@@ -18,14 +18,22 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from colocate import config as config_mod, kubeconform, manifests
+from colocate import kubeconform, manifests
 from colocate.model.cluster import Cluster, reference
 from colocate.model.names import IGNORE_ANNOTATION, TIER_LABEL
 from colocate.errors import ColocateError, InputError
-from colocate.resources import data_path, repository
+from colocate.resources import CONFIG_NAME, data_path, repository
 from colocate.model import pool_facts
 from colocate.model.pool_facts import PoolFacts
 from colocate.manifests import Doc, PodSpec
+
+def _config_module():
+    """colocate.config, imported when first needed: a check answered from its cache needs none of
+    it (its YAML loader, time zones and addresses: a tenth of that answer's start-up)."""
+    from colocate import config
+
+    return config
+
 
 RULES_DIR = data_path("colocate.policies", "rules")
 _RULE_SCHEMA = json.loads(data_path("colocate", "schemas", "rule.schema.json").read_text())
@@ -208,8 +216,8 @@ def load_rules(rules_dir: Path = RULES_DIR) -> tuple[Rule, ...]:
     """Every rule, ordered by id. A malformed rule file stops the check (exit 2)."""
     rules = []
     for path in sorted(rules_dir.glob("*.yaml")):
-        data = config_mod.load_yaml_file(path)
-        config_mod.validate(data, _RULE_SCHEMA, str(path))
+        data = _config_module().load_yaml_file(path)
+        _config_module().validate(data, _RULE_SCHEMA, str(path))
         if not path.stem.startswith(data["id"]):
             raise InputError(str(path), "$.id", f"file name must start with the rule id {data['id']}")
         if "check" in data:
@@ -620,6 +628,7 @@ def described_rules(config_path: Path | None = None) -> tuple[Rule, ...]:
     """Every rule with its placeholders filled from the configuration, for ``colocate rules``
     and ``--explain`` (no objects: the namespace tiers are the configuration's). Outside a
     repository, with no --config, the rules as written (``${name}`` placeholders)."""
+    config_mod = _config_module()
     if config_path is None and not config_mod.default_path().is_file():
         return load_rules()
     config = config_mod.load(config_path) if config_path else config_mod.load()
@@ -646,7 +655,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
             return _check_cached(paths, config_path, cluster, timings, tuple(exclude), cache, phase, clock)
         finally:
             gc.unfreeze()
-    config = config_mod.load(config_path) if config_path else config_mod.load()
+    config = _load_config(config_path)
     inputs = manifests.find(paths, exclude)  # an unknown path is bad input before any tool starts
     if not inputs.files:
         hint = "".join(f"; {s.path}: {s.reason} ({s.hint})" for s in inputs.skipped)
@@ -753,6 +762,7 @@ def _parse(files: Iterable[Path], tally: list[int] | None = None,
 # --- the verdict cache (docs/check-cache.md) ----------------------------------------------------
 
 def _load_config(config_path: Path | None) -> config_mod.Config:
+    config_mod = _config_module()
     return config_mod.load(config_path) if config_path else config_mod.load()
 
 
@@ -1015,7 +1025,8 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         hint = "".join(f"; {s.path}: {s.reason} ({s.hint})" for s in inputs.skipped)
         raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{hint}")
     store = verdict_cache.Store(folder)
-    env = verdict_cache.environment(store, config_path or config_mod.default_path(), cluster, exclude)
+    # config.default_path(), without importing colocate.config (see _config_module).
+    env = verdict_cache.environment(store, config_path or repository() / CONFIG_NAME, cluster, exclude)
     named = {str(p) for p in paths if not p.is_dir()}
     files = [str(f) for f in inputs.files]
     keys = [verdict_cache.file_key(env, f, str(f) in named) for f in inputs.files]
@@ -1034,6 +1045,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
     # The environment holds the configuration's bytes and colocate's code (its schema): a
     # configuration this environment loaded before needs no schema validation again.
     checked = store.get("config", env) == "valid"
+    config_mod = _config_module()
     config = config_mod.load(config_path, schema_checked=checked) if config_path else \
         config_mod.load(schema_checked=checked)
     if not checked:
