@@ -7,6 +7,7 @@ Schema (single-object rules, Polaris style) or a Python check ``<module>.<functi
 from __future__ import annotations
 
 import gc
+import hashlib
 import importlib
 import json
 import re
@@ -17,14 +18,22 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from colocate import config as config_mod, kubeconform, manifests
+from colocate import kubeconform, manifests
 from colocate.model.cluster import Cluster, reference
 from colocate.model.names import IGNORE_ANNOTATION, TIER_LABEL
 from colocate.errors import ColocateError, InputError
-from colocate.resources import data_path, repository
+from colocate.resources import CONFIG_NAME, data_path, repository
 from colocate.model import pool_facts
 from colocate.model.pool_facts import PoolFacts
 from colocate.manifests import Doc, PodSpec
+
+def _config_module():
+    """colocate.config, imported when first needed: a check answered from its cache needs none of
+    it (its YAML loader, time zones and addresses: a tenth of that answer's start-up)."""
+    from colocate import config
+
+    return config
+
 
 RULES_DIR = data_path("colocate.policies", "rules")
 _RULE_SCHEMA = json.loads(data_path("colocate", "schemas", "rule.schema.json").read_text())
@@ -207,8 +216,8 @@ def load_rules(rules_dir: Path = RULES_DIR) -> tuple[Rule, ...]:
     """Every rule, ordered by id. A malformed rule file stops the check (exit 2)."""
     rules = []
     for path in sorted(rules_dir.glob("*.yaml")):
-        data = config_mod.load_yaml_file(path)
-        config_mod.validate(data, _RULE_SCHEMA, str(path))
+        data = _config_module().load_yaml_file(path)
+        _config_module().validate(data, _RULE_SCHEMA, str(path))
         if not path.stem.startswith(data["id"]):
             raise InputError(str(path), "$.id", f"file name must start with the rule id {data['id']}")
         if "check" in data:
@@ -273,6 +282,116 @@ def judges_alone(rule: Rule) -> bool:
     return rule.schema is not None or rule.check in LOCAL_CHECKS
 
 
+# --- what each cross-object rule reads ------------------------------------------------------------
+
+#: How a cross-object rule sees an object: whole, as its skeleton (below), or a projection (a
+#: dict the rule's ``reads`` makes); None = not at all.
+WHOLE, SKELETON = 0, 1
+#: Kinds that hold pod specs (manifests.pod_specs).
+WORKLOAD_KINDS = frozenset(manifests.POD_SPEC_PATHS) | {"TFJob"}
+
+
+@dataclass(frozen=True, eq=False)
+class Reads:
+    """The objects a cross-object rule reads: those of ``kinds`` whole, every workload whole
+    (``pods``), those ``whole`` says yes to whole, a projection of those ``project`` makes one
+    for, and the skeleton of every other object (``skeleton``; ``"first"``: of the first object
+    of each file, which says the file is there). The rule is always run over just that, with or
+    without the verdict cache, so what it declares is what it can see: its findings depend on
+    nothing else, and the cache re-runs it only when that changed."""
+
+    kinds: frozenset[str] = frozenset()
+    pods: bool = False
+    whole: Callable[[Doc], bool] | None = None
+    skeleton: bool | str = False
+    project: Callable[[Doc, "Context"], dict | None] | None = None
+
+    def by_kind(self, kind: str, first: bool) -> int | None:
+        """The view of an object that ``whole`` and ``project`` leave alone: its kind says it."""
+        if kind in self.kinds or (self.pods and kind in WORKLOAD_KINDS):
+            return WHOLE
+        return SKELETON if self.skeleton is True or (self.skeleton == "first" and first) else None
+
+    def chosen(self, doc: Doc, ctx: Context) -> int | dict | None:
+        """The view ``whole`` or ``project`` give the object (None: neither says anything)."""
+        if doc.kind in self.kinds or (self.pods and doc.kind in WORKLOAD_KINDS):
+            return None
+        try:
+            if self.whole is not None and self.whole(doc):
+                return WHOLE
+            if self.project is not None:
+                return self.project(doc, ctx)
+        except Exception:
+            return WHOLE  # a shape the declaration cannot read: the rule reads it, and says so
+        return None
+
+    def view(self, doc: Doc, ctx: Context, first: bool) -> int | dict | None:
+        chosen = self.chosen(doc, ctx)
+        return chosen if chosen is not None else self.by_kind(doc.kind, first)
+
+
+def reads(*kinds: str, pods: bool = False, whole: Callable[[Doc], bool] | None = None, skeleton: bool | str = False,
+          project: Callable[[Doc, Context], dict | None] | None = None) -> Callable[[Callable], Callable]:
+    """Declares what a cross-object check reads (:class:`Reads`); one declaration may mark several
+    checks, which then share one index (and what they derive from it, Index.shared)."""
+    declared = _DECLARED.setdefault((frozenset(kinds), pods, whole, skeleton, project),
+                                    Reads(frozenset(kinds), pods, whole, skeleton, project))
+
+    def mark(check: Callable) -> Callable:
+        check.reads = declared  # type: ignore[attr-defined]
+        return check
+    mark.reads = declared  # type: ignore[attr-defined]
+    return mark
+
+
+#: One Reads per distinct declaration: rules that declare the same share an index and digests.
+_DECLARED: dict[tuple, Reads] = {}
+
+#: A check that declares nothing reads every object whole: slower with the cache, never wrong.
+_EVERYTHING = Reads(whole=lambda doc: True)
+
+
+def rule_reads(rule: Rule) -> Reads:
+    return getattr(_check_function(rule.check), "reads", _EVERYTHING)
+
+
+def skeleton(doc: Doc) -> dict:
+    """What identifies an object (and its suppressions): every cross-object rule reading all
+    objects (duplicates, folders) needs only this, a few per cent of the object."""
+    obj = doc.obj
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    kept = {k: meta[k] for k in ("name", "namespace", "generateName") if k in meta}
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict):
+        if IGNORE_ANNOTATION in annotations:
+            kept["annotations"] = {IGNORE_ANNOTATION: annotations[IGNORE_ANNOTATION]}
+    elif annotations:  # not a mapping: kept as it is, so that reading it fails as on the object
+        kept["annotations"] = annotations
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept}
+
+
+def seen_as(doc: Doc, view: int | dict) -> Doc:
+    """The object as a rule with this view sees it."""
+    if view == WHOLE:
+        return doc
+    made = Doc(doc.file, doc.line, skeleton(doc)) if view == SKELETON else Doc(doc.file, doc.line, view)
+    made.__dict__["projected"] = view != SKELETON  # see capacity._usage: only a projection is trusted
+    return made
+
+
+def viewed_index(declared: Reads, docs: list[Doc], ctx: Context) -> Index:
+    """The index a cross-object rule runs over: only what it declared."""
+    out = []
+    previous = None
+    for doc in docs:
+        view = declared.view(doc, ctx, doc.file != previous)
+        previous = doc.file
+        if view is not None:
+            out.append(seen_as(doc, view))
+    return Index(out, ctx)
+
+
 #: The rule that reports a suppression without a reason; it cannot itself be suppressed.
 SUPPRESSION_RULE_ID = "COL010"
 
@@ -282,12 +401,14 @@ _REQUIRED = re.compile(r"^'([^']+)' is a required property")
 def _schema_findings(rule: Rule, ctx: Context, index: Index) -> Iterator[Violation]:
     import jsonschema  # here: a check answered from the cache never needs it (0.1 s to import)
 
-    validator = jsonschema.Draft202012Validator(_fill(rule.schema, ctx.values))
+    validator = None  # made for the first target: most rules judge a few kinds (0.3 ms each)
     if rule.target == "PodSpec":
         targets: Iterable[tuple[Doc, str, Any]] = ((p.doc, p.path, p.spec) for p in index.pods(rule.scope))
     else:
         targets = ((d, "", d.obj) for d in index.docs if not rule.kinds or d.kind in rule.kinds)
     for doc, base, value in targets:
+        if validator is None:
+            validator = jsonschema.Draft202012Validator(_fill(rule.schema, ctx.values))
         for error in validator.iter_errors(value):
             parts = [base] if base else []
             parts += [f"[{p}]" if isinstance(p, int) else str(p) for p in error.absolute_path]
@@ -334,17 +455,26 @@ def _unjudged(rule: Rule, index: Index, values: dict[str, str], exc: Exception) 
         raise exc from None
 
 
-def evaluate(rules: Iterable[Rule], index: Index, timings: Timings | None = None) -> list[Finding]:
+def evaluate(rules: Iterable[Rule], index: Index, timings: Timings | None = None,
+             viewed: dict[int, Index] | None = None) -> list[Finding]:
     findings = []
     values = index.ctx.values
+    # One index per declaration, shared by the rules that make it; ``viewed`` may bring them made.
+    viewed = {} if viewed is None else viewed
     for rule in rules:
         start = time.perf_counter()
+        scope = index
+        if not judges_alone(rule):
+            declared = rule_reads(rule)
+            if id(declared) not in viewed:
+                viewed[id(declared)] = viewed_index(declared, index.docs, index.ctx)
+            scope = viewed[id(declared)]
         try:
-            findings.extend(_judge(rule, index, values))
+            findings.extend(_judge(rule, scope, values))
         except ColocateError:
             raise
         except Exception as exc:
-            findings.extend(_unjudged(rule, index, values, exc))
+            findings.extend(_unjudged(rule, scope, values, exc))
         if timings is not None:
             timings.append((rule.id, time.perf_counter() - start))
     return findings
@@ -408,12 +538,19 @@ def _with_field_lines(findings: list[Finding], known: dict[tuple[str, int, str],
             if line is None:
                 wanted.setdefault(f.file, []).append(i)
             else:
-                out[i] = replace(f, field_line=line)
+                out[i] = _at_line(f, line)
     # The collector paused across files, not per document: each re-enabling scanned the nodes
     # just composed (0.3 s of 1,450 documents); they have no cycles and go with each file.
     with manifests.collector_paused():
         _field_lines_into(out, findings, wanted, known)
     return out
+
+
+def _at_line(finding: Finding, line: int) -> Finding:
+    """replace(finding, field_line=line), without dataclasses.replace's cost (thousands per check)."""
+    made = object.__new__(Finding)
+    made.__dict__.update(finding.__dict__, field_line=line)
+    return made
 
 
 def _field_lines_into(out: list[Finding], findings: list[Finding], wanted: dict[str, list[int]],
@@ -491,6 +628,7 @@ def described_rules(config_path: Path | None = None) -> tuple[Rule, ...]:
     """Every rule with its placeholders filled from the configuration, for ``colocate rules``
     and ``--explain`` (no objects: the namespace tiers are the configuration's). Outside a
     repository, with no --config, the rules as written (``${name}`` placeholders)."""
+    config_mod = _config_module()
     if config_path is None and not config_mod.default_path().is_file():
         return load_rules()
     config = config_mod.load(config_path) if config_path else config_mod.load()
@@ -517,7 +655,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
             return _check_cached(paths, config_path, cluster, timings, tuple(exclude), cache, phase, clock)
         finally:
             gc.unfreeze()
-    config = config_mod.load(config_path) if config_path else config_mod.load()
+    config = _load_config(config_path)
     inputs = manifests.find(paths, exclude)  # an unknown path is bad input before any tool starts
     if not inputs.files:
         hint = "".join(f"; {s.path}: {s.reason} ({s.hint})" for s in inputs.skipped)
@@ -624,6 +762,7 @@ def _parse(files: Iterable[Path], tally: list[int] | None = None,
 # --- the verdict cache (docs/check-cache.md) ----------------------------------------------------
 
 def _load_config(config_path: Path | None) -> config_mod.Config:
+    config_mod = _config_module()
     return config_mod.load(config_path) if config_path else config_mod.load()
 
 
@@ -649,17 +788,28 @@ def _kubeconform_part(value: Any) -> tuple[int, int, int, list[dict]]:
     return value[0], value[1], value[2], value[3]
 
 
+_CONTEXT_KINDS = frozenset({"Namespace", pool_facts.KIND})
+
+
 @dataclass
 class _Entry:
-    """One checked file as the cache keeps it."""
+    """One checked file as the cache keeps it, without its objects (a separate ``docs`` entry,
+    read only when a rule that reads them must run again): what every run needs of each file."""
 
-    docs: list[Doc]
+    value: dict
     tally: int
     unusable: tuple[str, str] | None
     kubeconform: tuple[int, int, int, list[dict]]
     local_context: str
     local: list[Finding]
     lines: list[tuple[int, str, int]]
+    #: Every object's skeleton (checker.skeleton): kubeconform's findings, suppressions and the
+    #: rules that read every object's identity need no more.
+    skeletons: list[Doc]
+    #: The Namespaces and NodePool descriptions, whole: the context is made of them.
+    context_docs: list[Doc]
+    #: rule id -> (digest of what the rule reads of this file, [[object index, view]]).
+    views: dict[str, tuple[str, list]]
 
 
 def _entry(file: str, value: Any) -> _Entry | None:
@@ -667,29 +817,30 @@ def _entry(file: str, value: Any) -> _Entry | None:
     if value is None:
         return None
     try:
-        docs = value["docs"]
-        if not isinstance(docs, list):
-            raise ValueError
-        made = []
-        for item in docs:
-            if not isinstance(item, list) or len(item) != 2 or type(item[0]) is not int or not isinstance(item[1], dict) \
-                    or not isinstance(item[1].get("kind"), str) or not isinstance(item[1].get("apiVersion"), str):
+        skeletons = []
+        for item in value["skeletons"]:
+            if not isinstance(item, list) or len(item) != 2 or type(item[0]) is not int or not isinstance(item[1], dict):
                 raise ValueError
-            made.append(Doc(file, item[0], item[1]))
+            skeletons.append(_skeleton_doc(file, item[0], item[1]))
+        context_docs = []
+        for item in value["context"]:
+            if not isinstance(item, list) or len(item) != 2 or type(item[0]) is not int or not isinstance(item[1], dict) \
+                    or item[1].get("kind") not in _CONTEXT_KINDS or not isinstance(item[1].get("apiVersion"), str):
+                raise ValueError
+            context_docs.append(Doc(file, item[0], item[1]))
+        views = {}
+        for rule_id, (digest, rows) in value["views"].items():
+            if not isinstance(digest, str) or not isinstance(rows, list) or not all(
+                    isinstance(r, list) and len(r) == 2 and type(r[0]) is int and 0 <= r[0] < len(skeletons)
+                    and (r[1] in (WHOLE, SKELETON) and type(r[1]) is int or isinstance(r[1], dict)) for r in rows):
+                raise ValueError
+            views[rule_id] = (digest, rows)
         unusable = value["unusable"]
         if unusable is not None and (not isinstance(unusable, list) or len(unusable) != 2
                                      or not all(isinstance(v, str) for v in unusable)):
             raise ValueError
         context, local = value["local"]
         lines = value["lines"]
-        sizes = value["sizes"]
-        if not isinstance(sizes, list) or len(sizes) != len(made):
-            raise ValueError
-        for doc, size in zip(made, sizes):
-            if type(size) is int:  # what Doc.json_size computes, kept so that COL303 needs no JSON
-                doc.__dict__["json_size"] = size
-            elif size is not None:
-                raise ValueError
         if type(value["tally"]) is not int or not isinstance(context, str) or not isinstance(lines, list) or \
                 not all(isinstance(x, list) and len(x) == 3 and type(x[0]) is int and type(x[1]) is str
                         and type(x[2]) is int for x in lines):
@@ -697,11 +848,99 @@ def _entry(file: str, value: Any) -> _Entry | None:
         local_findings = [_finding(row) for row in local]
         if any(f.file != file for f in local_findings):
             raise ValueError
-        return _Entry(made, value["tally"], tuple(unusable) if unusable else None,
+        return _Entry(value, value["tally"], tuple(unusable) if unusable else None,
                       _kubeconform_part(value["kubeconform"]), context, local_findings,
-                      [tuple(x) for x in lines])
+                      [tuple(x) for x in lines], skeletons, context_docs, views)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+_NEW_DOC = object.__new__
+
+
+def _skeleton_doc(file: str, line: int, obj: dict) -> Doc:
+    """Doc(file, line, obj) of a skeleton read back, its attributes set as Doc.__post_init__ sets
+    them, without its checks (10,000 of them per re-check: twice as fast)."""
+    kind, version, meta = obj.get("kind"), obj.get("apiVersion"), obj.get("metadata")
+    if not isinstance(kind, str) or not isinstance(version, str) or not isinstance(meta, dict) or len(obj) != 3:
+        raise ValueError("not a skeleton")
+    doc = _NEW_DOC(Doc)
+    doc.__dict__.update(file=file, line=line, obj=obj, kind=kind, group=version.rpartition("/")[0], metadata=meta,
+                        name=str(meta.get("name", "")), namespace=str(meta.get("namespace", "")),
+                        is_api_object=kind not in manifests.NON_API_KINDS)
+    return doc
+
+
+def _docs_entry(file: str, value: Any, count: int) -> list[Doc] | None:
+    """A file's objects read back (``count`` of them), or None when they do not have the shape written."""
+    if value is None:
+        return None
+    try:
+        docs, sizes = value["docs"], value["sizes"]
+        if not isinstance(docs, list) or not isinstance(sizes, list) or len(docs) != count or len(sizes) != count:
+            raise ValueError
+        made = []
+        for item, size in zip(docs, sizes):
+            if not isinstance(item, list) or len(item) != 2 or type(item[0]) is not int or not isinstance(item[1], dict) \
+                    or not isinstance(item[1].get("kind"), str) or not isinstance(item[1].get("apiVersion"), str) \
+                    or type(size) is not int:
+                raise ValueError
+            doc = Doc(file, item[0], item[1])
+            doc.__dict__["json_size"] = size  # what Doc.json_size computes: COL303 and COL306 need no JSON
+            made.append(doc)
+        return made
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _encoded(docs: list[Doc]) -> tuple[list[str], list[str]]:
+    """Each object's compact JSON (ASCII, as Doc.json_size measures it) and its digest: one
+    serialisation gives the docs entry, the object's size and what the views' digests hash."""
+    parts, digests = [], []
+    for doc in docs:
+        text = json.dumps(doc.obj, separators=(",", ":"))
+        doc.__dict__["json_size"] = len(text)
+        parts.append(text)
+        digests.append(_digest(text))
+    return parts, digests
+
+
+def _file_views(docs: list[Doc], digests: list[str], skeleton_digests: list[str], declared: dict[str, Reads],
+                ctx: Context) -> dict[str, tuple[str, list]]:
+    """For each cross-object rule that reads something of this file: a digest of what it reads,
+    and the views its kinds do not say ([[object index, view]]: the rest follows from the
+    skeletons, Reads.by_kind). Computed once per distinct declaration."""
+    by_reads: dict[int, tuple[str, list] | None] = {}
+    out = {}
+    for rule_id, reads_ in declared.items():
+        if id(reads_) not in by_reads:
+            by_reads[id(reads_)] = _reads_of_file(docs, digests, skeleton_digests, reads_, ctx)
+        if by_reads[id(reads_)] is not None:
+            out[rule_id] = by_reads[id(reads_)]
+    return out
+
+
+def _reads_of_file(docs: list[Doc], digests: list[str], skeleton_digests: list[str], reads_: Reads,
+                   ctx: Context) -> tuple[str, list] | None:
+    chosen: list = []
+    parts: list[str] = []
+    asks = reads_.whole is not None or reads_.project is not None
+    for i, doc in enumerate(docs):
+        view = reads_.chosen(doc, ctx) if asks else None
+        if view is not None:
+            chosen.append([i, view])
+        else:
+            view = reads_.by_kind(doc.kind, i == 0)
+            if view is None:
+                continue
+        part = digests[i] if view == WHOLE else skeleton_digests[i] if view == SKELETON else \
+            _digest(json.dumps(view, separators=(",", ":")))
+        parts.append(f"{doc.line}:{i}:{part}")
+    return (_digest(";".join(parts)), chosen) if parts else None
 
 
 def _whole(value: Any) -> CheckResult | None:
@@ -728,6 +967,25 @@ def _whole(value: Any) -> CheckResult | None:
                            rules, suppressed)
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _cached_rules(store: Any, env: str) -> tuple[Rule, ...]:
+    """load_rules, kept under the environment (which holds every rule file's bytes): reading and
+    validating 71 rule files costs more than the rest of a one-file re-check."""
+    value = store.get("rules", env)
+    if isinstance(value, list) and value:
+        try:
+            rules = tuple(Rule(**{**data, "kinds": tuple(data["kinds"])}) for data in value)
+            if all(isinstance(getattr(r, f), str) for r in rules for f in
+                   ("id", "name", "severity", "category", "target", "rationale", "message", "fix", "scope")) \
+                    and all(isinstance(r.schema, dict) != isinstance(r.check, str) for r in rules):
+                return rules
+        except (TypeError, KeyError):
+            pass
+        store.reject()
+    rules = load_rules()
+    store.put("rules", env, [{**r.__dict__, "kinds": list(r.kinds)} for r in rules])
+    return rules
 
 
 def _split_verdict(result: kubeconform.Result, tallies: dict[str, int]) -> dict[str, tuple[int, int, int, list[dict]]] | None:
@@ -767,10 +1025,12 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         hint = "".join(f"; {s.path}: {s.reason} ({s.hint})" for s in inputs.skipped)
         raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{hint}")
     store = verdict_cache.Store(folder)
-    env = verdict_cache.environment(store, config_path or config_mod.default_path(), cluster, exclude)
+    # config.default_path(), without importing colocate.config (see _config_module).
+    env = verdict_cache.environment(store, config_path or repository() / CONFIG_NAME, cluster, exclude)
     named = {str(p) for p in paths if not p.is_dir()}
     files = [str(f) for f in inputs.files]
     keys = [verdict_cache.file_key(env, f, str(f) in named) for f in inputs.files]
+    key_of = dict(zip(files, keys))
     tree = verdict_cache.tree_key(env, keys, inputs.skipped)
     phase("cache: keys")
     if tree is not None:
@@ -782,7 +1042,14 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
             phase("cache: whole result")
             return replace(whole, cache=f"{folder}: unchanged, the whole result reused ({len(files)} files)")
 
-    config = _load_config(config_path)
+    # The environment holds the configuration's bytes and colocate's code (its schema): a
+    # configuration this environment loaded before needs no schema validation again.
+    checked = store.get("config", env) == "valid"
+    config_mod = _config_module()
+    config = config_mod.load(config_path, schema_checked=checked) if config_path else \
+        config_mod.load(schema_checked=checked)
+    if not checked:
+        store.put("config", env, "valid")
     entries: dict[str, _Entry] = {}
     with manifests.collector_paused():
         for file, key in zip(files, keys):
@@ -792,14 +1059,32 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
                 entries[file] = entry
             elif value is not None:
                 store.reject()
-        gc.freeze()  # as _parse: the objects read live until the end, and have no cycles
+        gc.freeze()  # as _parse: what was read lives until the end, and has no cycles
     fresh = [f for f in inputs.files if str(f) not in entries]
     phase("cache: read file entries")
 
     validation = None
-    by_file: dict[str, list[Doc]] = {}
+    by_file: dict[str, list[Doc]] = {}  # whole objects, of the files that have them in this run
     tallies: dict[str, int] = {}
     unusable: list[tuple[Path, InputError]] = []
+    loaded: set[str] = set()
+
+    def whole_docs(file: str) -> list[Doc]:
+        """A reused file's objects: its docs entry, else the file parsed again (same bytes: its key)."""
+        if file not in by_file:
+            entry = entries[file]
+            value = store.get("docs", key_of[file])
+            docs = _docs_entry(file, value, len(entry.skeletons))
+            if docs is None:
+                if value is not None:
+                    store.reject()
+                docs = manifests.load_files([Path(file)], [], [])
+                if len(docs) != len(entry.skeletons):
+                    raise ColocateError(f"{file} changed while it was checked; check again")
+            by_file[file] = docs
+            loaded.add(file)
+        return by_file[file]
+
     try:
         if fresh:
             validation = kubeconform.start(fresh, config.kubernetes_version)
@@ -813,17 +1098,16 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
                 if bad and str(path) in named:
                     raise bad[0][1]
                 unusable += bad
-            gc.freeze()
         for path in inputs.files:
             entry = entries.get(str(path))
-            if entry is not None:
-                by_file[str(path)] = entry.docs
-                if entry.unusable:
-                    unusable.append((path, InputError(str(path), *entry.unusable)))
+            if entry is not None and entry.unusable:
+                unusable.append((path, InputError(str(path), *entry.unusable)))
         position = {f: i for i, f in enumerate(files)}
         unusable.sort(key=lambda u: position[str(u[0])])
-        docs = [doc for file in files for doc in by_file[file]]
-        if not docs:
+        # Each object as kubeconform's findings, suppressions and the count need it: whole when
+        # parsed in this run, else its skeleton; and the objects the context is made of.
+        known_docs = [doc for file in files for doc in (by_file[file] if file in by_file else entries[file].skeletons)]
+        if not known_docs:
             said = "".join(f"; {exc}" for _, exc in unusable[:3])
             raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{said}")
         left_out = {str(p) for p, _ in unusable}
@@ -835,23 +1119,97 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         for file in left_out:
             tallies.pop(file, None)
         phase("parse YAML")
-        rules = load_rules()
-        ctx = _checked_context(config, docs, cluster, rules)
+        rules = _cached_rules(store, env)
+        context_docs = [doc for file in files for doc in
+                        ([d for d in by_file[file] if d.kind in _CONTEXT_KINDS] if file in by_file
+                         else entries[file].context_docs)]
+        ctx = _checked_context(config, context_docs, cluster, rules)
         context = verdict_cache.context_key(sorted(ctx.online_namespaces), sorted(ctx.offline_namespaces),
                                             ctx.min_argocd_version, ctx.registry_host, sorted(ctx.proxied_registries),
                                             ctx.pools, ctx.pools_source, ctx.shared_storage_class)
         alone = [r for r in rules if judges_alone(r)]
         joined = [r for r in rules if not judges_alone(r)]
+        declared = {r.id: rule_reads(r) for r in joined}
         stale = [f for f in files if f not in entries or entries[f].local_context != context]
         phase("load rules and context")
+        with manifests.collector_paused():
+            for f in stale:
+                whole_docs(f)
+            gc.freeze()  # as _parse: the objects read live until the end, and have no cycles
+        phase("cache: read objects")
         local: dict[str, list[Finding]] = {f: entries[f].local for f in files if f not in stale}
         stale_docs = [doc for f in stale for doc in by_file[f]]
         for f in stale:
             local[f] = []
         for finding in evaluate(alone, Index(stale_docs, ctx), timings) if stale_docs else ():
             local[finding.file].append(finding)
-        rule_findings = [f for file in files for f in local[file]] + evaluate(joined, Index(docs, ctx), timings)
         clock[0] = time.perf_counter()
+        # What each cross-object rule reads of the files judged afresh, and its digest.
+        encoded: dict[str, list[str]] = {}
+        views: dict[str, dict[str, tuple[str, list]]] = {}
+        skeleton_rows: dict[str, list] = {}
+        for f in stale:
+            docs = by_file[f]
+            parts, digests = _encoded(docs)
+            encoded[f] = parts
+            skeletons = [skeleton(d) for d in docs]
+            skeleton_rows[f] = [[d.line, s] for d, s in zip(docs, skeletons)]
+            skeleton_digests = [_digest(json.dumps(s, separators=(",", ":"))) for s in skeletons]
+            views[f] = _file_views(docs, digests, skeleton_digests, declared, ctx)
+        for f in files:
+            if f not in views:
+                views[f] = entries[f].views
+        phase("cache: what cross-object rules read")
+        # A cross-object rule runs again only when what it reads changed (or the context did).
+        rule_keys = {r.id: verdict_cache.rule_key(env, context, r.id, [(f, views[f][r.id][0]) for f in files
+                                                                       if r.id in views[f]]) for r in joined}
+        cross: list[Finding] = []
+        rerun: list[Rule] = []
+        for rule in joined:
+            value = store.get("rule", rule_keys[rule.id])
+            try:
+                if not isinstance(value, list):
+                    raise ValueError
+                cross.extend([_finding(row) for row in value])
+            except ValueError:
+                if value is not None:
+                    store.reject()
+                rerun.append(rule)
+        phase("cache: cross-object findings reused")
+        viewed: dict[int, Index] = {}
+        rerun_findings: dict[str, list[Finding]] = {}
+        with manifests.collector_paused():
+            for rule in rerun:
+                reads_ = declared[rule.id]
+                if id(reads_) in viewed:
+                    continue
+                seen: list[Doc] = []
+                for f in files:
+                    if rule.id not in views[f]:
+                        continue
+                    chosen = dict(views[f][rule.id][1])
+                    kept = by_file[f] if f in by_file else entries[f].skeletons
+                    rows = [(i, chosen[i] if i in chosen else reads_.by_kind(doc.kind, i == 0))
+                            for i, doc in enumerate(kept)]
+                    if f not in by_file and any(v == WHOLE for _, v in rows):
+                        kept = whole_docs(f)
+                    for i, view in rows:
+                        if view is None:
+                            continue
+                        if f in by_file:  # as viewed_index makes them
+                            seen.append(seen_as(kept[i], view))
+                        elif view == SKELETON:
+                            seen.append(kept[i])
+                        else:
+                            seen.append(seen_as(kept[i], view))
+                viewed[id(reads_)] = Index(seen, ctx)
+            gc.freeze()
+        phase("cache: objects for cross-object rules")
+        for rule in rerun:
+            rerun_findings[rule.id] = evaluate([rule], Index([], ctx), timings, viewed)
+            cross.extend(rerun_findings[rule.id])
+        clock[0] = time.perf_counter()
+        rule_findings = [f for file in files for f in local[file]] + cross
         parts: dict[str, tuple[int, int, int, list[dict]]] | None = {}
         if validation is not None:
             fresh_result = kubeconform.wait(validation)
@@ -872,16 +1230,16 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
                     if f in parts or (f in entries and not entries[f].unusable)]
     schema_result = kubeconform.Result(sum(v[0] for v in verdicts), sum(v[1] for v in verdicts),
                                        sum(v[2] for v in verdicts), 0, [r for v in verdicts for r in v[3]])
-    findings, suppressed = _suppress(_schema_result_findings(schema_result, docs, config.kubernetes_version) + rule_findings
-                                     + _skipped_findings(inputs.skipped) + _unusable_findings(unusable), docs)
+    findings, suppressed = _suppress(_schema_result_findings(schema_result, known_docs, config.kubernetes_version)
+                                     + rule_findings + _skipped_findings(inputs.skipped) + _unusable_findings(unusable),
+                                     known_docs)
     known = {(f, line, name): at for f, entry in entries.items() for line, name, at in entry.lines}
-    before = len(known)
     findings = _with_field_lines(findings, known)
     suppressed = sorted(zip(_with_field_lines([f for f, _ in suppressed], known), (reason for _, reason in suppressed)),
                         key=lambda s: (_order(s[0]), s[1]))
     findings.sort(key=_order)
     phase("field lines, suppressions, sort")
-    result = CheckResult(findings, schema_result, len(docs), [r.filled(ctx.values) for r in rules], suppressed)
+    result = CheckResult(findings, schema_result, len(known_docs), [r.filled(ctx.values) for r in rules], suppressed)
 
     if keep:
         # A file edited while it was checked: what was parsed (and what kubeconform read) may not
@@ -898,16 +1256,27 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         for file, key in zip(files, keys):
             if key is None or (file in entries and file not in stale and file not in grew):
                 continue
+            if file in entries and file not in stale:  # only more field lines
+                store.put("file", key, {**entries[file].value, "lines": sorted(new_lines.get(file, ()))})
+                continue
             exc = unusable_by_file.get(file)
+            docs = by_file[file]
+            if file not in entries:  # the objects, read back only when a rule must run on them again
+                store.put_raw("docs", key, '{"docs":[' + ",".join(f"[{d.line},{text}]" for d, text
+                                                                    in zip(docs, encoded[file]))
+                              + '],"sizes":' + json.dumps([len(text) for text in encoded[file]]) + "}")
             store.put("file", key, {
-                "docs": [[d.line, d.obj] for d in by_file[file]],
-                "sizes": [d.__dict__.get("json_size") for d in by_file[file]],
                 "tally": tallies.get(file, entries[file].tally if file in entries else 0),
                 "unusable": [exc.where, exc.reason] if exc else None,
                 "kubeconform": list(entries[file].kubeconform if file in entries else parts.get(file, (0, 0, 0, []))),
                 "local": [context, [_row(f) for f in local[file]]],
                 "lines": sorted(new_lines.get(file, ())),
+                "skeletons": skeleton_rows[file],
+                "context": [[d.line, d.obj] for d in docs if d.kind in _CONTEXT_KINDS],
+                "views": {rule_id: list(v) for rule_id, v in views[file].items()},
             })
+        for rule in rerun:
+            store.put("rule", rule_keys[rule.id], [_row(f) for f in rerun_findings[rule.id]])
         if tree is not None:
             store.put("tree", tree, {
                 "findings": [_row(f) for f in result.findings],
@@ -920,7 +1289,8 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
     phase("cache: write")
     stats = store.stats
     result.cache = (f"{folder}: {len(files) - len(fresh)} of {len(files)} files reused, {len(fresh)} read afresh; "
-                    f"per-object rules on {len(stale)} files, cross-object rules on all {len(docs)} objects; "
+                    f"per-object rules on {len(stale)} files, cross-object rules: {len(rerun)} of {len(joined)} run "
+                    f"again ({len(loaded)} files' objects read back); "
                     f"{stats.ignored} entries ignored (corrupt or foreign), {stats.writes} written"
                     + (f", {stats.write_errors} not writable" if stats.write_errors else ""))
     return result

@@ -166,11 +166,12 @@ def _renamed(result, old: str, new: str):
 def _outside_config() -> Path | None:
     """Outside any colocate repository (no colocate.yaml from here up), the packaged reference
     configuration, said in one line; None inside one (its colocate.yaml)."""
-    from colocate import config as config_mod
     from colocate.resources import find_repository
 
     if find_repository() is not None:
         return None
+    from colocate import config as config_mod  # not before: a check answered from its cache needs none of it
+
     path = config_mod.reference_path()
     print(f"colocate: no colocate.yaml in {Path.cwd()} or above; using the packaged reference configuration "
           f"({path}); `colocate init` writes one to edit", file=sys.stderr)

@@ -406,13 +406,16 @@ def _served(version: str, file: str) -> None:
                          f"(it knows {known[0]} to {known[-1]}); use a released version it knows, such as {known[-1]}")
 
 
-def load(path: Path | None = None) -> Config:
+def load(path: Path | None = None, schema_checked: bool = False) -> Config:
+    """The configuration; ``schema_checked``: these very bytes passed the schema before (the
+    verdict cache knows), so validating them again could only agree."""
     path = path or default_path()
     file = display(path)
     data = load_yaml_file(path, file)
     if isinstance(data, dict):
         _unquoted_times(data, file)
-    validate(data, _SCHEMA, file)
+    if not schema_checked:
+        validate(data, _SCHEMA, file)
     _served(data["kubernetesVersion"], file)
     for index, cidr in enumerate(data["registry"]["cidrs"]):
         try:

@@ -634,7 +634,7 @@ def load(paths: list[Path]) -> list[Doc]:
 
 
 #: Where each workload kind keeps its pod template spec.
-_POD_SPEC_PATHS = {
+POD_SPEC_PATHS = {
     "Pod": ("spec",),
     "Deployment": ("spec", "template", "spec"),
     "StatefulSet": ("spec", "template", "spec"),
@@ -679,7 +679,7 @@ def pod_specs(doc: Doc) -> Iterator[PodSpec]:
                 yield PodSpec(doc, f"spec.tfReplicaSpecs.{role}.template.spec", spec,
                               _get(template, ("metadata", "labels")) or {}, tf_role(role), role)
         return
-    keys = _POD_SPEC_PATHS.get(doc.kind)
+    keys = POD_SPEC_PATHS.get(doc.kind)
     if not keys:
         return
     spec = _get(doc.obj, keys)

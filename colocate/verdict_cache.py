@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 #: Changes whenever an entry's layout does: older entries are then never read.
-FORMAT = 1
+FORMAT = 2
 MAGIC = b"colocate-check-cache %d\n" % FORMAT
 _DIGEST = 32
 
@@ -111,8 +111,16 @@ class Store:
 
     def put(self, kind: str, key: str, value: Any) -> None:
         """Write an entry atomically; a cache that cannot be written is counted, never an error."""
-        body = json.dumps([kind, key, value], separators=(",", ":"), ensure_ascii=False).encode("utf-8",
-                                                                                               "surrogatepass")
+        try:
+            text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        except (TypeError, ValueError):
+            self.stats.write_errors += 1
+            return
+        self.put_raw(kind, key, text)
+
+    def put_raw(self, kind: str, key: str, value_json: str) -> None:
+        """:meth:`put` of a value already serialised as JSON (the objects, serialised once)."""
+        body = ('["%s",%s,%s]' % (kind, json.dumps(key), value_json)).encode("utf-8", "surrogatepass")
         data = MAGIC + hashlib.blake2b(body, digest_size=_DIGEST).hexdigest().encode() + b"\n" + body
         path = self._path(kind, key)
         tmp = None
@@ -287,6 +295,12 @@ def tree_key(env: str, file_keys: list[str | None], skipped: Iterable[Any]) -> s
     if any(k is None for k in file_keys):
         return None
     return _hash("tree", env, *file_keys, json.dumps([list(map(str, (s.path, s.reason, s.hint))) for s in skipped]))
+
+
+def rule_key(env: str, context: str, rule_id: str, inputs: list[tuple[str, str]]) -> str:
+    """A cross-object rule's findings: the environment, the context, and the digest of what it
+    reads of each file (checker.Reads) in order."""
+    return _hash("rule", env, context, rule_id, *(f"{file}\0{digest}" for file, digest in inputs))
 
 
 def context_key(*parts: Any) -> str:

@@ -98,10 +98,56 @@ def _mutate(tree: Path, op: str, pick: int, value: int) -> None:
         meta["name"] = f"renamed-{value % 4}"
     elif op == "drop":
         del objects[value % len(objects)]
+    elif op == "add":  # a new object: object counts (COL051), duplicates (COL006)
+        objects.append({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": f"added-{value % 3}", "namespace": ("online", "training")[value % 2]},
+                        "data": {"n": str(value)}})
+    elif op == "kind":  # another kind: what each cross-object rule reads of the file changes
+        obj["kind"] = {"Deployment": "StatefulSet", "ConfigMap": "Secret", "PriorityClass": "PriorityClass",
+                       "Namespace": "Namespace"}.get(obj.get("kind"), "ConfigMap")
+    elif op == "first":  # the file's first object last (COL305 reads each file's first object)
+        objects.append(objects.pop(0))
     _write(path, objects)
 
 
-OPS = ("same", "garbage", "remove", "copy", "namespace", "tier", "ignore", "number", "image", "rename", "drop")
+def _cross(tree: Path, op: str, pick: int, value: int) -> None:
+    """An edit of an object a cross-object rule reads, found wherever the tree has one: a quota's
+    limit, a PriorityClass's value, a recording rule's query, an Application's path, a dashboard's
+    label, a Namespace's pod security level."""
+    edits = {
+        "quota": ("ResourceQuota", lambda o: o.setdefault("spec", {}).setdefault("hard", {}).update(
+            {("pods", "count/configmaps", "requests.cpu")[value % 3]: str(value % 7)})),
+        "priority": ("PriorityClass", lambda o: o.update(value=value * 1000 % 2_000_000)),
+        "query": ("PrometheusRule", lambda o: o["spec"]["groups"][0]["rules"][0].update(
+            expr=("sum(not_a_metric_%d)" % value, "rate(container_cpu_usage_seconds_total[5m])")[value % 2])),
+        "path": ("Application", lambda o: o.setdefault("spec", {}).setdefault("source", {}).update(
+            path=f"dist/apps/nowhere-{value % 2}")),
+        "dashboard": ("ConfigMap", lambda o: o.setdefault("metadata", {}).setdefault("labels", {}).pop(
+            "grafana_dashboard", None)),
+        "podsecurity": ("Namespace", lambda o: o.setdefault("metadata", {}).setdefault("labels", {}).update(
+            {"pod-security.kubernetes.io/enforce": ("restricted", "baseline", "privileged")[value % 3]})),
+    }
+    kind, edit = edits[op]
+    found = []
+    for path in sorted(tree.rglob("*.yaml")):
+        try:
+            objects = _objects(path)
+        except yaml.YAMLError:
+            continue
+        found += [(path, objects, i) for i, o in enumerate(objects) if isinstance(o, dict) and o.get("kind") == kind]
+    if not found:
+        return
+    path, objects, i = found[pick % len(found)]
+    try:
+        edit(objects[i])
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return
+    _write(path, objects)
+
+
+OPS = ("same", "garbage", "remove", "copy", "namespace", "tier", "ignore", "number", "image", "rename", "drop", "add",
+       "kind", "first")
+CROSS_OPS = ("quota", "priority", "query", "path", "dashboard", "podsecurity")
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
@@ -116,6 +162,44 @@ def test_findings_are_the_same_with_and_without_the_cache(steps):
             for op, pick, value in step:
                 _mutate(tree, op, pick, value)
             _same(tree, cache)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(st.sampled_from(CROSS_OPS + ("add", "kind", "first", "copy", "drop")), st.integers(0, 200),
+                          st.integers(0, 10_000)), min_size=1, max_size=4))
+def test_cross_object_findings_are_the_same_with_and_without_the_cache(steps):
+    """Edits of what the cross-object rules read (quotas, PriorityClasses, queries, Applications,
+    dashboards, Namespaces, object counts), one check after each: each rule re-run or reused
+    must give what a check without the cache gives."""
+    with tempfile.TemporaryDirectory(prefix="colocate-cache-test-") as tmp:
+        tree, cache = Path(tmp) / "dist", Path(tmp) / "cache"
+        shutil.copytree(DIST, tree)
+        _same(tree, cache)
+        for op, pick, value in steps:
+            if op in CROSS_OPS:
+                _cross(tree, op, pick, value)
+            else:
+                _mutate(tree, op, pick, value)
+            _same(tree, cache)
+
+
+def test_a_change_no_cross_object_rule_reads_reruns_none_of_them(tmp_path):
+    """A Service's port: no cross-object rule reads Services beyond their identity. A quota's
+    limit: COL051 reads it, and runs again."""
+    tree, cache = tmp_path / "dist", tmp_path / "cache"
+    shutil.copytree(DIST, tree)
+    for path in tree.rglob("*.yaml"):  # written as the edits below write, so that no line moves
+        _write(path, _objects(path))
+    _same(tree, cache)
+    path, objects, i = next((p, objs, i) for p in sorted(tree.rglob("*.yaml")) for objs in [_objects(p)]
+                            for i, o in enumerate(objs) if o.get("kind") == "Service")
+    objects[i]["spec"]["ports"][0]["port"] += 1
+    _write(path, objects)
+    said = _same(tree, cache)
+    assert "1 read afresh" in said and "cross-object rules: 0 of " in said, said
+    _cross(tree, "quota", 0, 1)
+    said = _same(tree, cache)
+    assert "cross-object rules: 0 of " not in said, said
 
 
 def test_an_unchanged_tree_is_answered_from_the_cache_and_one_change_rereads_one_file(tmp_path):

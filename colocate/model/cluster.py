@@ -6,12 +6,15 @@ changes the cluster here, in Python; per-environment values come from colocate.y
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from colocate.config import Config
 from colocate.errors import PropError
 from colocate.model.pools import KubeletReservations, NodePoolProps, Taint
 from colocate.model.slo import LatencySlo
 from colocate.model.tiers import PriorityTier
+
+if TYPE_CHECKING:  # an annotation only: a check answered from its cache imports no colocate.config
+    from colocate.config import Config
 
 
 @dataclass(frozen=True)

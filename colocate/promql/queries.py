@@ -30,7 +30,10 @@ class Query:
 def is_dashboard(doc: Doc) -> bool:
     """A ConfigMap holding Grafana dashboard JSON, labelled for the sidecar or not (an unlabelled
     one is still checked, and rule COL221 says Grafana will not load it)."""
-    return doc.kind == "ConfigMap" and any(True for _ in dashboard_documents(doc))
+    known = doc.__dict__.get("is_dashboard")  # asked by several rules and their declarations (Reads)
+    if known is None:
+        known = doc.__dict__["is_dashboard"] = doc.kind == "ConfigMap" and any(True for _ in dashboard_documents(doc))
+    return known
 
 
 def is_provisioned(doc: Doc) -> bool:

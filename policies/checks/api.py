@@ -8,7 +8,7 @@ import binascii
 from typing import Any, Iterator, Mapping
 
 from colocate import quantity
-from colocate.checker import Index, Rule, Violation
+from colocate.checker import Index, Rule, Violation, reads
 from colocate.manifests import PodSpec
 from colocate.model.names import BUILTIN_PRIORITY_CLASSES, GPU
 from colocate.policies.checks.gitops import ANNOTATIONS_LIMIT
@@ -202,6 +202,7 @@ def duplicate_names(index: Index, rule: Rule) -> Iterator[Violation]:
                     pool.add(key)
 
 
+@reads("PriorityClass", pods=True)
 def priority_class_exists(index: Index, rule: Rule) -> Iterator[Violation]:
     """The priority admission plugin refuses a pod whose priorityClassName no PriorityClass defines."""
     known = set(BUILTIN_PRIORITY_CLASSES) | {t.name for t in index.ctx.cluster.tiers}

@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import Callable, Iterator
 
 from colocate import quantity
-from colocate.checker import Index, Rule, Violation
+from colocate.checker import WORKLOAD_KINDS, Index, Rule, Violation, reads
 from colocate.manifests import PodSpec, containers, pod_specs
 from colocate.model.names import GPU
 from colocate.model.pool_facts import PoolFacts, tolerated
@@ -70,40 +70,69 @@ def _nodes(pod: PodSpec, pools: tuple[PoolFacts, ...]) -> int:
     return sum(p.nodes for p in pools if p.admits(pod.spec))
 
 
+def _contributions(doc, pools: tuple[PoolFacts, ...]) -> list[list]:
+    """[namespace, quota key, contributor, amount] of one object, in the order they are summed:
+    its pods (replicas counted, quota units: millicores, bytes, count), then its object counts."""
+    out: list[list] = []
+    for pod in pod_specs(doc) if doc.kind in WORKLOAD_KINDS else ():  # most objects have none
+        ns = doc.namespace
+        count = replicas(pod, _nodes(pod, pools))
+        for which in ("requests", "limits"):
+            r = pod_resources(pod.spec, which)
+            for key, value in ((f"{which}.cpu", r.cpu_milli), (f"{which}.memory", r.memory_bytes),
+                               (f"{which}.{GPU}", r.gpus)):
+                if value * count:
+                    out.append([ns, key, f"{doc.ref}{' ' + pod.role if pod.role else ''} x{count}", value * count])
+        if count:
+            out.append([ns, "pods", doc.ref, count])
+    if doc.is_api_object and doc.namespace:
+        # Object counts (kubernetes v1.28.15 pkg/quota/v1/evaluator/core/persistent_volume_claims.go;
+        # count/<resource>[.<group>] of k8s.io/apiserver v0.28.15 pkg/quota/v1/generic/evaluator.go,
+        # the resource taken as the kind in lower case plus "s").
+        ns = doc.namespace
+        keys = [f"count/{doc.kind.lower()}s" + (f".{doc.group}" if doc.group else "")]
+        if doc.kind == "PersistentVolumeClaim" and not doc.group:
+            keys.append("persistentvolumeclaims")
+            storage = _storage_request(doc)
+            if storage:
+                out.append([ns, "requests.storage", doc.ref, storage])
+        for key in keys:
+            out.append([ns, key, doc.ref, 1])
+    return out
+
+
+def usage_projection(doc, ctx) -> dict | None:
+    """What COL051 reads of a quota (whole) or of an object with pods or storage (its
+    contributions alone, [quota key, contributor after its reference, amount]): a few bytes
+    where the object is KBs. Of every other object it reads the skeleton, which says its counts."""
+    if doc.kind not in WORKLOAD_KINDS and doc.kind not in ("ResourceQuota", "PersistentVolumeClaim"):
+        return None
+    ref = doc.ref
+    rows = []
+    for ns, key, who, amount in _contributions(doc, ctx.pools):
+        if ns != doc.namespace or not who.startswith(ref):
+            raise ValueError("not one object's contributions")  # read whole instead (Reads.chosen)
+        rows.append([key, who[len(ref):], amount])
+    if doc.kind == "ResourceQuota":
+        return {**doc.obj, "usage": rows}
+    return {"apiVersion": doc.obj.get("apiVersion"), "kind": doc.kind,
+            "metadata": {"name": doc.name, "namespace": doc.namespace}, "usage": rows}
+
+
 def _usage(index: Index) -> dict[str, dict[str, tuple[int, list[tuple[str, int]]]]]:
-    """Per namespace and quota key: the total (replicas counted, quota units: millicores, bytes,
-    count) and the contributors. One pass over the objects."""
+    """Per namespace and quota key: the total and the contributors. One pass over the objects;
+    a projection (usage_projection) brings its contributions along."""
     totals: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     parts: dict[str, dict[str, list[tuple[str, int]]]] = defaultdict(lambda: defaultdict(list))
     for doc in index.docs:
-        for pod in pod_specs(doc):
-            ns = doc.namespace
-            count = replicas(pod, _nodes(pod, index.ctx.pools))
-            for which in ("requests", "limits"):
-                r = pod_resources(pod.spec, which)
-                for key, value in ((f"{which}.cpu", r.cpu_milli), (f"{which}.memory", r.memory_bytes),
-                                   (f"{which}.{GPU}", r.gpus)):
-                    if value * count:
-                        totals[ns][key] += value * count
-                        parts[ns][key].append((f"{doc.ref}{' ' + pod.role if pod.role else ''} x{count}", value * count))
-            if count:
-                totals[ns]["pods"] += count
-                parts[ns]["pods"].append((doc.ref, count))
-        if doc.is_api_object and doc.namespace:
-            # Object counts (kubernetes v1.28.15 pkg/quota/v1/evaluator/core/persistent_volume_claims.go;
-            # count/<resource>[.<group>] of k8s.io/apiserver v0.28.15 pkg/quota/v1/generic/evaluator.go,
-            # the resource taken as the kind in lower case plus "s").
-            ns = doc.namespace
-            keys = [f"count/{doc.kind.lower()}s" + (f".{doc.group}" if doc.group else "")]
-            if doc.kind == "PersistentVolumeClaim" and not doc.group:
-                keys.append("persistentvolumeclaims")
-                storage = _storage_request(doc)
-                if storage:
-                    totals[ns]["requests.storage"] += storage
-                    parts[ns]["requests.storage"].append((doc.ref, storage))
-            for key in keys:
-                totals[ns][key] += 1
-                parts[ns][key].append((doc.ref, 1))
+        if doc.__dict__.get("projected"):
+            ref, ns = doc.ref, doc.namespace
+            rows = [(ns, key, ref + suffix, amount) for key, suffix, amount in doc.obj["usage"]]
+        else:
+            rows = _contributions(doc, index.ctx.pools)
+        for ns, key, who, amount in rows:
+            totals[ns][key] += amount
+            parts[ns][key].append((who, amount))
     out = {}
     for ns, by_key in totals.items():
         for short in ("cpu", "memory"):
@@ -133,6 +162,7 @@ def _print(key: str, value: int) -> str:
         quantity.format_bytes(value) if key.endswith(("memory", "storage")) else str(value)
 
 
+@reads(skeleton=True, project=usage_projection)
 def namespace_quota(index: Index, rule: Rule) -> Iterator[Violation]:
     """A namespace's pods, replicas counted, within each ResourceQuota's hard limits."""
     quotas = index.of_kind("ResourceQuota")
@@ -156,6 +186,7 @@ def namespace_quota(index: Index, rule: Rule) -> Iterator[Violation]:
                                 f"{_print(key, total)} ({top}); the API server refuses what is past the limit")
 
 
+@reads("LimitRange", pods=True)
 def limit_range(index: Index, rule: Rule) -> Iterator[Violation]:
     """Containers within their namespace's LimitRange min, max and maxLimitRequestRatio (the
     LimitRanger admission plugin rejects the pod otherwise). Every LimitRange of the namespace
@@ -196,6 +227,7 @@ def _limit_range_one(pod, path, lr, item, name, request, limit) -> Iterator[Viol
                         f"{where} maxLimitRequestRatio {ratio}")
 
 
+@reads("TFJob")
 def training_gpu_demand(index: Index, rule: Rule) -> Iterator[Violation]:
     """The TFJobs' GPUs (replicas counted) against the GPUs of the pools that admit them: past
     that, jobs wait for each other (a warning, not a fault)."""

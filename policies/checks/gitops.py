@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any, Iterator
 
-from colocate.checker import Index, Rule, Violation
+from colocate.checker import Index, Rule, Violation, reads
 from colocate.model.names import (COMPARE_OPTIONS, IGNORE_EXTRANEOUS, KEEP_ON_DELETE, KEEP_ON_PRUNE, SERVER_SIDE_APPLY,
                                   SKIP_DRY_RUN, SYNC_OPTIONS, sync_options)
 
@@ -32,6 +32,7 @@ def deletion_protection(index: Index, rule: Rule) -> Iterator[Violation]:
                             "re-synced at every self-heal timeout")
 
 
+@reads(*GUARD_KINDS)
 def guard_protection(index: Index, rule: Rule) -> Iterator[Violation]:
     """PriorityClasses, ResourceQuotas, LimitRanges and NetworkPolicies without Delete=false."""
     for doc in index.api_objects():
@@ -100,6 +101,11 @@ def _crds(index: Index) -> dict[tuple[str, str], list[str]]:
     return out
 
 
+def _custom_resource(doc) -> bool:
+    return doc.is_api_object and doc.group not in BUILTIN_GROUPS and doc.group not in INSTALLED_WITH_ARGOCD
+
+
+@reads("Application", "CustomResourceDefinition", whole=_custom_resource)
 def custom_resource_before_crd(index: Index, rule: Rule) -> Iterator[Violation]:
     """A custom resource whose CRD is not applied in the same sync, without SkipDryRunOnMissingResource.
     Judged only on a GitOps tree (Argo CD Applications among the checked files), whose first sync
@@ -130,6 +136,11 @@ def _application_paths(index: Index) -> list[tuple[str, bool]]:
     return out
 
 
+def _too_big_for_annotation(doc) -> bool:
+    return doc.is_api_object and doc.json_size > ANNOTATIONS_LIMIT
+
+
+@reads("Application", whole=_too_big_for_annotation)
 def too_big_for_client_side_apply(index: Index, rule: Rule) -> Iterator[Violation]:
     """Objects whose JSON does not fit the last-applied annotation, synced without server-side apply."""
     apps = _application_paths(index)
@@ -156,6 +167,7 @@ def _directory_sources(index: Index) -> list[tuple[Any, str, str, bool]]:
     return out
 
 
+@reads("Application")
 def application_overlap(index: Index, rule: Rule) -> Iterator[Violation]:
     """Two Applications that sync the same folder, or one recursing into the other's folder: every
     object there has two owners, which prune each other's resources and fight over sync."""
@@ -170,6 +182,7 @@ def application_overlap(index: Index, rule: Rule) -> Iterator[Violation]:
                                 f"({other_path}{', recursively' if recurse and path != other_path else ''})")
 
 
+@reads("Application", "DistIndex", skeleton="first")
 def application_path_exists(index: Index, rule: Rule) -> Iterator[Violation]:
     """An Application whose folder of a checked dist/ (its DistIndex's folder, by name: the
     Application's path ``dist/apps/x`` in the tree ``.../dist``) holds no checked file: Argo CD

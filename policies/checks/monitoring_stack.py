@@ -5,7 +5,7 @@ import ipaddress
 from typing import Iterator
 from urllib.parse import urlsplit
 
-from colocate.checker import Index, Rule, Violation
+from colocate.checker import Index, Rule, Violation, reads
 from colocate.constructs import kube_prometheus_stack as kps
 from colocate.manifests import Doc
 from colocate.model.names import KPS_CHART
@@ -27,6 +27,7 @@ def _stack_applications(index: Index) -> list[tuple[str, str, dict]]:
     return out
 
 
+@reads("Application", "Namespace", *kps.MONITOR_KINDS)
 def monitors_selected(index: Index, rule: Rule) -> Iterator[Violation]:
     """Every ServiceMonitor, PodMonitor and PrometheusRule is picked up by Prometheus: by the
     selectors in the checked kube-prometheus-stack Application, or, when none is checked, by
@@ -105,6 +106,7 @@ def _field(obj: dict, path: str):
     return node
 
 
+@reads("Application", *_CONFIG_GROUPS)
 def control_plane_metrics_reachable(index: Index, rule: Rule) -> Iterator[Violation]:
     """A checked kubeadm ClusterConfiguration or KubeProxyConfiguration does not leave a
     component the monitoring stack scrapes listening on loopback only."""
@@ -144,6 +146,7 @@ def _tsdb_claims(index: Index) -> Iterator[tuple[Doc, str, dict]]:
                ((storage.get("volumeClaimTemplate") or {}).get("spec")) or {})
 
 
+@reads("Application", "StorageClass")
 def tsdb_not_on_shared_filesystem(index: Index, rule: Rule) -> Iterator[Violation]:
     """The Prometheus TSDB claim is not on NFS or another shared file system: not the configured
     ReadWriteMany class, not a class of a shared-file-system provisioner, not ReadWriteMany."""

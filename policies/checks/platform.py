@@ -9,7 +9,7 @@ from pathlib import PurePath
 from typing import Iterator
 
 from colocate import quantity
-from colocate.checker import Index, Rule, Violation
+from colocate.checker import Index, Rule, Violation, reads
 from colocate.model.scheduling import ImageRef, reference_error
 from colocate.model.names import BUILTIN_PRIORITY_CLASSES, MAX_USER_PRIORITY, MIN_GAP_FACTOR, TIER_LABEL
 from colocate.model.tiers import ROLE_RANK, TierClass, inversions
@@ -36,6 +36,7 @@ def _tier_classes(index: Index) -> list[tuple[TierClass, object]]:
     return out
 
 
+@reads("PriorityClass")
 def tier_order(index: Index, rule: Rule) -> Iterator[Violation]:
     """The checked PriorityClasses keep the tiers in order: online above offline above background."""
     classes = _tier_classes(index)
@@ -45,6 +46,7 @@ def tier_order(index: Index, rule: Rule) -> Iterator[Violation]:
                         f"{upper.name}={upper.value} ({upper.role} tier)")
 
 
+@reads("PriorityClass")
 def priority_gap(index: Index, rule: Rule) -> Iterator[Violation]:
     """Adjacent user PriorityClasses must be MIN_GAP_FACTOR apart (system classes excluded). Two
     tier classes in the wrong order are COL011's: one finding per fault."""
@@ -92,6 +94,7 @@ def online_integer_cpu(index: Index, rule: Rule) -> Iterator[Violation]:
                                     f"{cpu} on pool {', '.join(static)}")
 
 
+@reads("Application", skeleton=True)
 def duplicate_objects(index: Index, rule: Rule) -> Iterator[Violation]:
     """The same group/kind/namespace/name defined more than once. An object with generateName
     and no name gets a fresh name each time it is created, so it never collides."""
@@ -135,6 +138,7 @@ def namespaced_without_namespace(index: Index, rule: Rule) -> Iterator[Violation
             yield Violation(doc, "metadata.namespace")
 
 
+@reads("PriorityClass", pods=True)
 def pod_priority(index: Index, rule: Rule) -> Iterator[Violation]:
     """Pods outside the offline namespaces have a class above the offline tier (the pre-pull
     namespace excepted). Offline namespaces and TFJobs are COL004's and COL102's: one finding per fault."""
@@ -185,6 +189,7 @@ def image_reference(index: Index, rule: Rule) -> Iterator[Violation]:
                     yield Violation(pod.doc, f"{path}.image", why)
 
 
+@reads("PriorityClass")
 def offline_no_preemption(index: Index, rule: Rule) -> Iterator[Violation]:
     """An offline-tier PriorityClass that lets training preempt: on the untainted mixed pool the
     only pods below it are add-ons without a class (priority 0) and the image pre-pull."""

@@ -12,8 +12,17 @@ from typing import Iterator, Mapping
 import promql_parser as pp
 
 from colocate import promql
-from colocate.checker import Index, Rule, Violation
+from colocate.checker import Index, Rule, Violation, reads
 from colocate.model.names import DASHBOARD_SIDECAR_LABEL, DASHBOARD_SIDECAR_LABEL_VALUE
+
+
+def _reads_queries(doc) -> bool:
+    """What the PromQL rules read: queries (recording and alerting rules, dashboards) and the
+    metrics ServiceMonitors and PodMonitors declare."""
+    return promql.is_rule_object(doc) or doc.kind in ("ServiceMonitor", "PodMonitor") or promql.is_dashboard(doc)
+
+
+_QUERIES = reads(whole=_reads_queries)
 
 
 def _parsed(index: Index) -> list[tuple[promql.Query, promql.Analysis]]:
@@ -27,6 +36,7 @@ def _known(index: Index) -> Mapping[str, promql.Metric]:
                                                  **promql.recorded_metrics(index.docs)})
 
 
+@_QUERIES
 def metrics_exist(index: Index, rule: Rule) -> Iterator[Violation]:
     """A syntax error, or a metric no pinned exporter exposes (or that Prometheus drops)."""
     known: Mapping[str, promql.Metric] | None = None
@@ -66,6 +76,7 @@ def _network(name: str) -> bool:
     return name.startswith("container_network_")
 
 
+@_QUERIES
 def cadvisor_container_filter(index: Index, rule: Rule) -> Iterator[Violation]:
     """container_* series without a matcher that drops container="" double-count every pod, unless
     the query joins them on ``container`` with a filtered cAdvisor selector: a vector match keeps
@@ -103,6 +114,7 @@ def _joins_on_container(expr: str) -> bool:
     return ok[0]
 
 
+@_QUERIES
 def cadvisor_network_filter(index: Index, rule: Rule) -> Iterator[Violation]:
     """container_network_* with a matcher that drops container="" selects nothing."""
     for query, sel, accepts_empty in _cadvisor_container_selectors(index):
@@ -110,6 +122,7 @@ def cadvisor_network_filter(index: Index, rule: Rule) -> Iterator[Violation]:
             yield Violation(query.doc, query.field, f"{query.where}: {sel} selects no series")
 
 
+@_QUERIES
 def labels_exist(index: Index, rule: Rule) -> Iterator[Violation]:
     """Matchers, ``by`` and ``on`` labels that the metrics read cannot carry."""
     known: Mapping[str, promql.Metric] | None = None
@@ -125,6 +138,7 @@ def labels_exist(index: Index, rule: Rule) -> Iterator[Violation]:
             yield Violation(query.doc, query.field, f"{query.where}: {problem}")
 
 
+@reads(pods=True, whole=promql.is_dashboard)
 def dashboard_provisioned(index: Index, rule: Rule) -> Iterator[Violation]:
     """A ConfigMap of Grafana dashboard JSON that Grafana does not load: not selected by the
     sidecar's label and not mounted into a pod as a volume (kube-prometheus mounts its

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from colocate.checker import Index, Rule, Violation
+from colocate.checker import Index, Rule, Violation, reads
 from colocate.manifests import PodSpec
 from colocate.model.names import kps_fullname
 from colocate.model.scheduling import ImageRef
@@ -196,6 +196,7 @@ def _restricted(pod: PodSpec) -> Iterator[tuple[str, str]]:
             yield f"{path}.securityContext.capabilities.add", f"capabilities {', '.join(extra)}"
 
 
+@reads("Namespace", pods=True)
 def pod_security(index: Index, rule: Rule) -> Iterator[Violation]:
     """Pods the enforce level of their namespace (a Namespace among the checked objects) refuses."""
     levels = {}

@@ -10,7 +10,7 @@ from collections import defaultdict
 from typing import Any, Iterator
 
 from colocate import quantity
-from colocate.checker import Index, Rule, Violation
+from colocate.checker import Index, Rule, Violation, reads
 from colocate.model.names import (CHECKPOINT_ENV, GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, JOB_ROLE_LABEL,
                                    OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL,
                                    TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER,
@@ -89,6 +89,7 @@ def _under(path: str, mount_path: str) -> bool:
     return path == mount_path or path.startswith(mount_path.rstrip("/") + "/")
 
 
+@reads(pods=True)
 def tfjob_checkpoint_dir(index: Index, rule: Rule) -> Iterator[Violation]:
     """CHECKPOINT_DIR in each non-PS replica's checkpoint container names a folder on a writable
     persistentVolumeClaim mount of that container; no two TFJobs share (claim, folder on it).
@@ -171,6 +172,7 @@ def _pod_label_sets(pod: PodSpec) -> Iterator[dict]:
         yield labels
 
 
+@reads("PodDisruptionBudget", pods=True)
 def offline_pdb(index: Index, rule: Rule) -> Iterator[Violation]:
     """PodDisruptionBudgets whose selector matches pods of offline namespaces or of any TFJob
     in the PDB's namespace (policy/v1: a null selector selects nothing, ``{}`` everything)."""
@@ -235,6 +237,7 @@ def _replica_gpus(spec: dict) -> float:
     return total
 
 
+@reads("TFJob")
 def tfjob_allreduce_gpus(index: Index, rule: Rule) -> Iterator[Violation]:
     """A TFJob without PS is all-reduce (MultiWorkerMirroredStrategy): its Chief (or Master) is one
     more worker in the collective, so it must have the Workers' GPUs."""
@@ -254,6 +257,7 @@ def tfjob_allreduce_gpus(index: Index, rule: Rule) -> Iterator[Violation]:
                                 f"{role} has {chief:g} GPU(s), each Worker {worker:g}")
 
 
+@reads("TFJob")
 def tfjob_ps_chief(index: Index, rule: Rule) -> Iterator[Violation]:
     """A TFJob with PS replicas and no Chief (or Master): TensorFlow 2's ParameterServerStrategy
     has no coordinator to run the training loop."""

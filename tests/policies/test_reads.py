@@ -1,0 +1,45 @@
+"""Each cross-object rule declares what it reads (checker.Reads) and is run over just that, with
+or without the verdict cache. A declaration that leaves out something the rule needs changes its
+findings: here every such rule judges dist/ and every rule's fixtures both ways."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from colocate import checker, config, manifests
+from tests.helpers import ROOT
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CROSS = [r for r in checker.load_rules() if not checker.judges_alone(r)]
+
+
+def _inputs() -> list[tuple[str, list[Path]]]:
+    # Every fixture together too: one rule's objects meet another's (a pod and a PriorityClass).
+    out = [("dist", [ROOT / "dist"]), ("all fixtures", [FIXTURES])]
+    for folder in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
+        out += [(f"{folder.name}/{p.name}", [p]) for p in sorted(folder.glob("*.yaml"))]
+    return out
+
+
+INPUTS = _inputs()
+
+
+@pytest.mark.parametrize("rule", CROSS, ids=lambda r: r.id)
+def test_a_cross_object_rule_finds_the_same_over_what_it_declares_as_over_everything(rule):
+    declared = checker.rule_reads(rule)
+    compared = 0
+    for name, paths in INPUTS:
+        docs = manifests.load(paths)
+        ctx = checker._checked_context(config.load(), docs, None, checker.load_rules())
+        everything = checker.Index(docs, ctx)
+        full = checker.evaluate([rule], everything, viewed={id(declared): everything})
+        viewed = checker.evaluate([rule], checker.Index(docs, ctx))
+        assert viewed == full, f"{rule.id} on {name}"
+        compared += bool(full)
+    assert compared, f"{rule.id} found nothing anywhere: the comparison proved nothing"
+
+
+def test_every_cross_object_rule_declares_what_it_reads():
+    """Undeclared, a rule reads every object whole: never wrong, but re-run at every change."""
+    assert [r.id for r in CROSS if checker.rule_reads(r) is checker._EVERYTHING] == []
