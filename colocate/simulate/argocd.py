@@ -263,8 +263,13 @@ def remove_job(argo: "ArgoCD", job: str) -> tuple[str, dict[str, int]]:
                         content_type="application/merge-patch+json")
     for app in apps:
         _wait_value(argo, lambda: _finished_sync(argo, app, head), f"Application {app} to sync {head[:8]}")
-    _wait(argo, lambda: not any(_exists(argo.cp, d) for d in pruned),
-          f"{', '.join(d['kind'] + '/' + d['metadata']['name'] for d in pruned)} to be deleted")
+    named = ', '.join(d['kind'] + '/' + d['metadata']['name'] for d in pruned)
+    _wait(argo, lambda: not any(_exists(argo.cp, d) for d in pruned), f"{named} to be deleted")
+    # Argo CD learns of the deletion from its own watch, after we do: a sync it starts meanwhile
+    # (it still sees the TFJob, so OutOfSync) belongs to the deletion, not to the quiet window.
+    for app in apps:
+        _wait(argo, lambda: _caught_up(argo, app, pruned),
+              f"Application {app} to list none of {named} and to have no sync under way")
     quiet_from = datetime.now(timezone.utc)
     before = syncs_started(argo.cp, argo.namespace)
     until = quiet_from + timedelta(seconds=2 * APP_RESYNC_SECONDS)
@@ -323,6 +328,16 @@ def _finished_sync(argo: "ArgoCD", app: str, revision: str) -> datetime | None:
     if (op.get("syncResult") or {}).get("revision") == revision and op.get("finishedAt"):
         return datetime.fromisoformat(op["finishedAt"])
     return None
+
+
+def _caught_up(argo: "ArgoCD", app: str, gone: list[dict]) -> bool:
+    """The Application's last comparison no longer lists the ``gone`` objects (Argo CD lists a live
+    object git lacks with requiresPruning), and no sync operation is under way."""
+    status = _status(argo, app)
+    listed = {(r.get("kind"), r.get("namespace"), r.get("name")) for r in status.get("resources") or []}
+    if any((d["kind"], (d.get("metadata") or {}).get("namespace"), d["metadata"]["name"]) in listed for d in gone):
+        return False
+    return (status.get("operationState") or {}).get("phase") not in ("Running", "Terminating")
 
 
 def _reconciled_at(argo: "ArgoCD", app: str) -> datetime | None:

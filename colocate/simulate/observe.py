@@ -2,6 +2,8 @@
 text, JSON and Markdown renderers share."""
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -167,7 +169,9 @@ def observe(cp: ControlPlane, obs: Observation, tiers: Mapping[str, str], pools:
                          allocatable=_allocatable(n), requested=use.get(n["metadata"]["name"], {}),
                          pods=counts.get(n["metadata"]["name"], 0))
                  for n in sorted(nodes, key=lambda n: n["metadata"]["name"])]
-    obs.failed_creates = _failed_creates(events)
+    obs.failed_creates, recovered = _failed_creates(events)
+    obs.notes.extend(f"{p.object} could not create a pod or Service at first, then did ({p.reason}: {p.message})"
+                     for p in recovered if f"{p.object} could not create" not in " ".join(obs.notes))
     obs.preemptions = sorted({_preemption(e) for e in events if e.get("reason") == "Preempted"
                               and _newer(e, since_events)}, key=lambda p: (p.victim, p.node))
     # kubernetes v1.28.15 pkg/controller/nodelifecycle/scheduler/taint_manager.go emits
@@ -204,15 +208,39 @@ def _allocatable(node: Mapping[str, Any]) -> dict[str, int]:
             GPU: int(quantity.parse(a.get(GPU, 0)))}
 
 
-def _failed_creates(events) -> list[Problem]:
-    """One entry per workload and reason, with the newest message (a controller retries, and the
-    quota in its message changes as other pods come and go)."""
+#: training-operator v1.7.0 names what it failed to create (``pods "<name>" ...``) and what it
+#: created (pkg/controller.v1/control/pod_control.go, service_control.go: SuccessfulCreatePod
+#: "Created pod: %v", SuccessfulCreateService "Created service: %v").
+_CREATED = {"FailedCreatePod": ("SuccessfulCreatePod", "Created pod: "),
+            "FailedCreateService": ("SuccessfulCreateService", "Created service: ")}
+_NAMED = re.compile(r'(?:pods|services) "([^"]+)"')
+
+
+def _failed_creates(events) -> tuple[list[Problem], list[Problem]]:
+    """(failed, recovered): one entry per workload and reason, with the newest message (a
+    controller retries, and the quota in its message changes as other pods come and go).
+    Recovered: a TFJob's pod or Service that the operator failed to create and then created under
+    the same name (the API server busy, the old incarnation's pod not yet gone) is not a failure."""
+    ordered = sorted(events, key=lambda e: int(e["metadata"]["resourceVersion"]))
+    created: dict[tuple[str, str, str], int] = {}
+    for event in ordered:
+        for failed, (reason, prefix) in _CREATED.items():
+            message = event.get("message", "").removeprefix("(combined from similar events): ")
+            if event.get("reason") == reason and message.startswith(prefix):
+                created[(_involved(event), failed, message.removeprefix(prefix))] = int(event["metadata"]["resourceVersion"])
     newest: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for event in sorted(events, key=lambda e: int(e["metadata"]["resourceVersion"])):
+    recovered: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for event in ordered:
         if event.get("type") == "Warning" and event["reason"].startswith("FailedCreate"):
-            newest[(_involved(event), event["reason"])] = event
-    return [Problem(obj, reason, event["message"].removeprefix("(combined from similar events): "))
-            for (obj, reason), event in sorted(newest.items())]
+            key = (_involved(event), event["reason"])
+            named = _NAMED.search(event.get("message", ""))
+            made = created.get((*key, named.group(1)), -1) if named else -1
+            (recovered if made > int(event["metadata"]["resourceVersion"]) else newest)[key] = event
+
+    def problems(found):
+        return [Problem(obj, reason, event["message"].removeprefix("(combined from similar events): "))
+                for (obj, reason), event in sorted(found.items())]
+    return problems(newest), problems({k: v for k, v in recovered.items() if k not in newest})
 
 
 def _involved(event: Mapping[str, Any]) -> str:

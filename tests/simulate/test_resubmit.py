@@ -105,7 +105,7 @@ def peaks(hungry):
 
 def test_t1_preempted_tfjobs_are_resubmitted_wait_out_the_peak_and_run_after_it(peaks):
     obs, seen = peaks
-    assert obs.ok, obs.failed_jobs
+    assert obs.ok, (obs.failed_jobs, obs.failed_creates, obs.rejected, obs.failing_pending, obs.unplaced_online_steps)
     first, night, second, last = obs.steps
     assert first.preemptions and first.resubmissions, first
     assert first.online_placed == first.online_desired and not first.unplaced_online
