@@ -566,7 +566,14 @@ def _field_lines_into(out: list[Finding], findings: list[Finding], wanted: dict[
                 known[(file, findings[i].line, findings[i].field)] = line
 
 
-def cluster_pools(docs: list[Doc], cluster: Path | None) -> tuple[tuple[PoolFacts, ...], str]:
+def _described_pools(where: Path) -> list[tuple[str, Any]]:
+    """(file, object) of every NodePool description under ``where``."""
+    return [(d.file, d.obj) for d in manifests.load([where]) if d.kind == pool_facts.KIND]
+
+
+def cluster_pools(docs: list[Doc], cluster: Path | None,
+                  described_at: Callable[[Path], list[tuple[str, Any]]] = _described_pools
+                  ) -> tuple[tuple[PoolFacts, ...], str]:
     """The node pools the capacity rules judge against: those under ``cluster`` when given (an
     explicit --cluster wins, and must exist), else the NodePool descriptions among the checked
     objects, else those in the repository's dist/nodes/."""
@@ -579,7 +586,7 @@ def cluster_pools(docs: list[Doc], cluster: Path | None) -> tuple[tuple[PoolFact
         where = cluster or repository() / "dist" / "nodes"
         if cluster is None and not where.is_dir():
             return (), ""
-        described = [(d.file, d.obj) for d in manifests.load([where]) if d.kind == pool_facts.KIND]
+        described = described_at(where)
         if not described:
             raise InputError(str(where), "", "no NodePool description found; synth writes them to "
                              "dist/nodes/<pool>/nodepool.<pool>.yaml")
@@ -618,11 +625,12 @@ def _skipped_findings(skipped: Iterable[manifests.Skipped]) -> list[Finding]:
 
 
 def _checked_context(config: config_mod.Config, docs: list[Doc], cluster: Path | None,
-                     rules: tuple[Rule, ...]) -> Context:
+                     rules: tuple[Rule, ...],
+                     described_at: Callable[[Path], list[tuple[str, Any]]] = _described_pools) -> Context:
     """The context ``check`` judges the checked objects in, with or without the cache."""
     ctx = _context(reference(config), docs, config.gitops.min_argocd_version, config.registry_host,
                    config.registry_proxy_projects, config.shared_storage_class)
-    ctx.pools, ctx.pools_source = cluster_pools(docs, cluster)
+    ctx.pools, ctx.pools_source = cluster_pools(docs, cluster, described_at)
     ctx.rules = tuple(rules)
     return ctx
 
@@ -998,6 +1006,21 @@ def _cached_rules(store: Any, env: str) -> tuple[Rule, ...]:
     return rules
 
 
+def _cached_pools(store: Any, env: str, where: Path) -> list[tuple[str, Any]]:
+    """_described_pools, kept under the environment (which holds the bytes of every file under
+    --cluster, else dist/nodes/, where ``where`` is): the NodePool descriptions are not parsed again."""
+    value = store.get("pools", env)
+    if isinstance(value, list) and all(isinstance(v, list) and len(v) == 2 and isinstance(v[0], str)
+                                       and isinstance(v[1], dict) and v[1].get("kind") == pool_facts.KIND
+                                       for v in value):
+        return [(file, obj) for file, obj in value]
+    if value is not None:
+        store.reject()
+    described = _described_pools(where)
+    store.put("pools", env, [[file, obj] for file, obj in described])
+    return described
+
+
 def _split_verdict(result: kubeconform.Result, tallies: dict[str, int]) -> dict[str, tuple[int, int, int, list[dict]]] | None:
     """kubeconform's verdict on several files, per file; None when it does not add up (then
     nothing of it is kept)."""
@@ -1133,7 +1156,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         context_docs = [doc for file in files for doc in
                         ([d for d in by_file[file] if d.kind in _CONTEXT_KINDS] if file in by_file
                          else entries[file].context_docs)]
-        ctx = _checked_context(config, context_docs, cluster, rules)
+        ctx = _checked_context(config, context_docs, cluster, rules, lambda where: _cached_pools(store, env, where))
         context = verdict_cache.context_key(sorted(ctx.online_namespaces), sorted(ctx.offline_namespaces),
                                             ctx.min_argocd_version, ctx.registry_host, sorted(ctx.proxied_registries),
                                             ctx.pools, ctx.pools_source, ctx.shared_storage_class)
