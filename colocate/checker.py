@@ -399,8 +399,6 @@ _REQUIRED = re.compile(r"^'([^']+)' is a required property")
 
 
 def _schema_findings(rule: Rule, ctx: Context, index: Index) -> Iterator[Violation]:
-    import jsonschema  # here: a check answered from the cache never needs it (0.1 s to import)
-
     validator = None  # made for the first target: most rules judge a few kinds (0.3 ms each)
     if rule.target == "PodSpec":
         targets: Iterable[tuple[Doc, str, Any]] = ((p.doc, p.path, p.spec) for p in index.pods(rule.scope))
@@ -408,6 +406,11 @@ def _schema_findings(rule: Rule, ctx: Context, index: Index) -> Iterator[Violati
         targets = ((d, "", d.obj) for d in index.docs if not rule.kinds or d.kind in rule.kinds)
     for doc, base, value in targets:
         if validator is None:
+            # Imported here, for the first object the rule judges: a check answered from the
+            # cache, or one that judges afresh only objects no schema rule targets, never needs
+            # it (0.06 s to import).
+            import jsonschema
+
             validator = jsonschema.Draft202012Validator(_fill(rule.schema, ctx.values))
         for error in validator.iter_errors(value):
             parts = [base] if base else []
@@ -563,7 +566,14 @@ def _field_lines_into(out: list[Finding], findings: list[Finding], wanted: dict[
                 known[(file, findings[i].line, findings[i].field)] = line
 
 
-def cluster_pools(docs: list[Doc], cluster: Path | None) -> tuple[tuple[PoolFacts, ...], str]:
+def _described_pools(where: Path) -> list[tuple[str, Any]]:
+    """(file, object) of every NodePool description under ``where``."""
+    return [(d.file, d.obj) for d in manifests.load([where]) if d.kind == pool_facts.KIND]
+
+
+def cluster_pools(docs: list[Doc], cluster: Path | None,
+                  described_at: Callable[[Path], list[tuple[str, Any]]] = _described_pools
+                  ) -> tuple[tuple[PoolFacts, ...], str]:
     """The node pools the capacity rules judge against: those under ``cluster`` when given (an
     explicit --cluster wins, and must exist), else the NodePool descriptions among the checked
     objects, else those in the repository's dist/nodes/."""
@@ -576,7 +586,7 @@ def cluster_pools(docs: list[Doc], cluster: Path | None) -> tuple[tuple[PoolFact
         where = cluster or repository() / "dist" / "nodes"
         if cluster is None and not where.is_dir():
             return (), ""
-        described = [(d.file, d.obj) for d in manifests.load([where]) if d.kind == pool_facts.KIND]
+        described = described_at(where)
         if not described:
             raise InputError(str(where), "", "no NodePool description found; synth writes them to "
                              "dist/nodes/<pool>/nodepool.<pool>.yaml")
@@ -615,11 +625,12 @@ def _skipped_findings(skipped: Iterable[manifests.Skipped]) -> list[Finding]:
 
 
 def _checked_context(config: config_mod.Config, docs: list[Doc], cluster: Path | None,
-                     rules: tuple[Rule, ...]) -> Context:
+                     rules: tuple[Rule, ...],
+                     described_at: Callable[[Path], list[tuple[str, Any]]] = _described_pools) -> Context:
     """The context ``check`` judges the checked objects in, with or without the cache."""
     ctx = _context(reference(config), docs, config.gitops.min_argocd_version, config.registry_host,
                    config.registry_proxy_projects, config.shared_storage_class)
-    ctx.pools, ctx.pools_source = cluster_pools(docs, cluster)
+    ctx.pools, ctx.pools_source = cluster_pools(docs, cluster, described_at)
     ctx.rules = tuple(rules)
     return ctx
 
@@ -810,6 +821,9 @@ class _Entry:
     context_docs: list[Doc]
     #: rule id -> (digest of what the rule reads of this file, [[object index, view]]).
     views: dict[str, tuple[str, list]]
+    #: Each object's digest (its compact JSON): when the file changes, the per-object findings
+    #: of an object at the same line with the same digest are reused.
+    digests: list[str]
 
 
 def _entry(file: str, value: Any) -> _Entry | None:
@@ -848,9 +862,13 @@ def _entry(file: str, value: Any) -> _Entry | None:
         local_findings = [_finding(row) for row in local]
         if any(f.file != file for f in local_findings):
             raise ValueError
+        digests = value["digests"]
+        if not isinstance(digests, list) or len(digests) != len(skeletons) or \
+                not all(isinstance(d, str) for d in digests):
+            raise ValueError
         return _Entry(value, value["tally"], tuple(unusable) if unusable else None,
                       _kubeconform_part(value["kubeconform"]), context, local_findings,
-                      [tuple(x) for x in lines], skeletons, context_docs, views)
+                      [tuple(x) for x in lines], skeletons, context_docs, views, digests)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
 
@@ -988,6 +1006,21 @@ def _cached_rules(store: Any, env: str) -> tuple[Rule, ...]:
     return rules
 
 
+def _cached_pools(store: Any, env: str, where: Path) -> list[tuple[str, Any]]:
+    """_described_pools, kept under the environment (which holds the bytes of every file under
+    --cluster, else dist/nodes/, where ``where`` is): the NodePool descriptions are not parsed again."""
+    value = store.get("pools", env)
+    if isinstance(value, list) and all(isinstance(v, list) and len(v) == 2 and isinstance(v[0], str)
+                                       and isinstance(v[1], dict) and v[1].get("kind") == pool_facts.KIND
+                                       for v in value):
+        return [(file, obj) for file, obj in value]
+    if value is not None:
+        store.reject()
+    described = _described_pools(where)
+    store.put("pools", env, [[file, obj] for file, obj in described])
+    return described
+
+
 def _split_verdict(result: kubeconform.Result, tallies: dict[str, int]) -> dict[str, tuple[int, int, int, list[dict]]] | None:
     """kubeconform's verdict on several files, per file; None when it does not add up (then
     nothing of it is kept)."""
@@ -1029,7 +1062,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
     env = verdict_cache.environment(store, config_path or repository() / CONFIG_NAME, cluster, exclude)
     named = {str(p) for p in paths if not p.is_dir()}
     files = [str(f) for f in inputs.files]
-    keys = [verdict_cache.file_key(env, f, str(f) in named) for f in inputs.files]
+    keys, previous = verdict_cache.file_keys(store, env, inputs.files, named, paths)
     key_of = dict(zip(files, keys))
     tree = verdict_cache.tree_key(env, keys, inputs.skipped)
     phase("cache: keys")
@@ -1123,7 +1156,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         context_docs = [doc for file in files for doc in
                         ([d for d in by_file[file] if d.kind in _CONTEXT_KINDS] if file in by_file
                          else entries[file].context_docs)]
-        ctx = _checked_context(config, context_docs, cluster, rules)
+        ctx = _checked_context(config, context_docs, cluster, rules, lambda where: _cached_pools(store, env, where))
         context = verdict_cache.context_key(sorted(ctx.online_namespaces), sorted(ctx.offline_namespaces),
                                             ctx.min_argocd_version, ctx.registry_host, sorted(ctx.proxied_registries),
                                             ctx.pools, ctx.pools_source, ctx.shared_storage_class)
@@ -1138,20 +1171,33 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
             gc.freeze()  # as _parse: the objects read live until the end, and have no cycles
         phase("cache: read objects")
         local: dict[str, list[Finding]] = {f: entries[f].local for f in files if f not in stale}
-        stale_docs = [doc for f in stale for doc in by_file[f]]
+        encoded: dict[str, tuple[list[str], list[str]]] = {f: _encoded(by_file[f]) for f in stale}
+        # A changed file's objects that are as they were (same line, same digest) keep the
+        # per-object findings its previous entry holds, when judged in the same context.
+        stale_docs: list[Doc] = []
         for f in stale:
-            local[f] = []
+            prior = _entry(f, store.get("file", previous[f])) if f in previous and f not in entries else None
+            if prior is None or prior.local_context != context:
+                stale_docs += by_file[f]
+                local[f] = []
+                continue
+            before = set(zip((d.line for d in prior.skeletons), prior.digests))
+            same = set()
+            for doc, digest in zip(by_file[f], encoded[f][1]):
+                if (doc.line, digest) in before:
+                    same.add(doc.line)
+                else:
+                    stale_docs.append(doc)
+            local[f] = [x for x in prior.local if x.line in same]
         for finding in evaluate(alone, Index(stale_docs, ctx), timings) if stale_docs else ():
             local[finding.file].append(finding)
         clock[0] = time.perf_counter()
         # What each cross-object rule reads of the files judged afresh, and its digest.
-        encoded: dict[str, list[str]] = {}
         views: dict[str, dict[str, tuple[str, list]]] = {}
         skeleton_rows: dict[str, list] = {}
         for f in stale:
             docs = by_file[f]
-            parts, digests = _encoded(docs)
-            encoded[f] = parts
+            parts, digests = encoded[f]
             skeletons = [skeleton(d) for d in docs]
             skeleton_rows[f] = [[d.line, s] for d, s in zip(docs, skeletons)]
             skeleton_digests = [_digest(json.dumps(s, separators=(",", ":"))) for s in skeletons]
@@ -1263,8 +1309,8 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
             docs = by_file[file]
             if file not in entries:  # the objects, read back only when a rule must run on them again
                 store.put_raw("docs", key, '{"docs":[' + ",".join(f"[{d.line},{text}]" for d, text
-                                                                    in zip(docs, encoded[file]))
-                              + '],"sizes":' + json.dumps([len(text) for text in encoded[file]]) + "}")
+                                                                    in zip(docs, encoded[file][0]))
+                              + '],"sizes":' + json.dumps([len(text) for text in encoded[file][0]]) + "}")
             store.put("file", key, {
                 "tally": tallies.get(file, entries[file].tally if file in entries else 0),
                 "unusable": [exc.where, exc.reason] if exc else None,
@@ -1274,6 +1320,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
                 "skeletons": skeleton_rows[file],
                 "context": [[d.line, d.obj] for d in docs if d.kind in _CONTEXT_KINDS],
                 "views": {rule_id: list(v) for rule_id, v in views[file].items()},
+                "digests": encoded[file][1],
             })
         for rule in rerun:
             store.put("rule", rule_keys[rule.id], [_row(f) for f in rerun_findings[rule.id]])
@@ -1289,7 +1336,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
     phase("cache: write")
     stats = store.stats
     result.cache = (f"{folder}: {len(files) - len(fresh)} of {len(files)} files reused, {len(fresh)} read afresh; "
-                    f"per-object rules on {len(stale)} files, cross-object rules: {len(rerun)} of {len(joined)} run "
+                    f"per-object rules on {len(stale)} files ({len(stale_docs)} objects judged), cross-object rules: {len(rerun)} of {len(joined)} run "
                     f"again ({len(loaded)} files' objects read back); "
                     f"{stats.ignored} entries ignored (corrupt or foreign), {stats.writes} written"
                     + (f", {stats.write_errors} not writable" if stats.write_errors else ""))

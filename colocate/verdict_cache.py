@@ -27,12 +27,13 @@ import json
 import os
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 #: Changes whenever an entry's layout does: older entries are then never read.
-FORMAT = 2
+FORMAT = 3
 MAGIC = b"colocate-check-cache %d\n" % FORMAT
 _DIGEST = 32
 
@@ -289,6 +290,68 @@ def file_key(env: str, path: Path, named: bool) -> str | None:
     except OSError:
         return None
     return _hash("file", env, str(path), "named" if named else "found", data)
+
+
+#: A file changed this close (in nanoseconds) to when its bytes were read is "racily clean", as
+#: git calls it: it may change again within the file system's time granularity (2 s on FAT, 1 s
+#: or coarser on some network file systems) and keep the stat signature it was read with. Its
+#: digest is then not remembered by stat, and it is read and hashed again on the next run.
+RACY_NS = 2_000_000_000
+_STAT_FIELDS = 5
+
+
+def _signature(st: os.stat_result) -> list[int]:
+    """What a write, a replace or a move changes: size, modification and change times, inode and
+    device. The change time (ctime) cannot be set back by a program (os.utime sets mtime only)."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def file_keys(store: Store, env: str, paths: list[Path], named: set[str], given: Iterable[Any]
+              ) -> tuple[list[str | None], dict[str, str]]:
+    """Every checked file's key (:func:`file_key`), and for each file whose stat signature changed
+    the key it had last time (its per-object findings may be reused object by object).
+
+    The index entry (key: environment and the paths named on the command line) keeps, per file,
+    its stat signature and the key its bytes gave. A file whose signature is the one kept is not
+    read: its key is the one kept, as git's index trusts a file's stat. Only signatures taken
+    when the file was not racily clean (:data:`RACY_NS`) are kept, so an edit within the file
+    system's time granularity that keeps the size and times is still read. A corrupt or foreign
+    index entry is ignored (every file is then read)."""
+    index_key = _hash("index", env, *map(str, given))
+    value = store.get("index", index_key)
+    known: dict[str, list] = {}
+    if isinstance(value, dict):
+        if all(isinstance(v, list) and len(v) == _STAT_FIELDS + 1 and all(type(x) is int for x in v[:-1])
+               and isinstance(v[-1], str) for v in value.values()):
+            known = value
+        else:
+            store.reject()
+    keys: list[str | None] = []
+    previous: dict[str, str] = {}
+    kept: dict[str, list] = {}
+    now = time.time_ns()  # before any stat: a file changed after it is never older than it
+    for path in paths:
+        file = str(path)
+        was = known.get(file)
+        try:
+            st = os.stat(path)
+        except OSError:
+            keys.append(None)
+            continue
+        signature = _signature(st)
+        if was is not None and was[:-1] == signature:
+            keys.append(was[-1])
+            kept[file] = was
+            continue
+        key = file_key(env, path, file in named)
+        keys.append(key)
+        if was is not None and was[-1] != key:
+            previous[file] = was[-1]
+        if key is not None and max(st.st_mtime_ns, st.st_ctime_ns) < now - RACY_NS:
+            kept[file] = signature + [key]
+    if kept != known:
+        store.put("index", index_key, kept)
+    return keys, previous
 
 
 def tree_key(env: str, file_keys: list[str | None], skipped: Iterable[Any]) -> str | None:

@@ -3,6 +3,7 @@ it, whatever changed between runs; a corrupt, foreign or misplaced cache is neve
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -165,6 +166,27 @@ def test_findings_are_the_same_with_and_without_the_cache(steps):
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 200), st.integers(0, 10_000)), min_size=1, max_size=4))
+def test_findings_are_the_same_when_every_stat_is_trusted(steps):
+    """The edits above come in quick succession: every file they touch is racily clean and read
+    again. Here the index trusts every stat signature (nanosecond times and change times tell
+    each edit), so the keys come from the index and a changed file's unchanged objects keep the
+    per-object findings of its previous entry."""
+    racy = verdict_cache.RACY_NS
+    verdict_cache.RACY_NS = -10**18
+    try:
+        with tempfile.TemporaryDirectory(prefix="colocate-cache-test-") as tmp:
+            tree, cache = Path(tmp) / "dist", Path(tmp) / "cache"
+            shutil.copytree(DIST, tree)
+            _same(tree, cache)
+            for op, pick, value in steps:
+                _mutate(tree, op, pick, value)
+                _same(tree, cache)
+    finally:
+        verdict_cache.RACY_NS = racy
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.tuples(st.sampled_from(CROSS_OPS + ("add", "kind", "first", "copy", "drop")), st.integers(0, 200),
                           st.integers(0, 10_000)), min_size=1, max_size=4))
 def test_cross_object_findings_are_the_same_with_and_without_the_cache(steps):
@@ -210,6 +232,54 @@ def test_an_unchanged_tree_is_answered_from_the_cache_and_one_change_rereads_one
     assert _same(tree, cache) == f"{cache}: unchanged, the whole result reused ({files} files)"
     _mutate(tree, "number", 30, 3)
     assert f"{files - 1} of {files} files reused, 1 read afresh" in _same(tree, cache)
+
+
+def _same_size_edit(path: Path) -> None:
+    """A digit of the file changed, its size and modification time kept (os.utime)."""
+    st = path.stat()
+    text = path.read_text()
+    at = next(i for i, c in enumerate(text) if c.isdigit() and text[i - 1] == " ")
+    path.write_text(text[:at] + str((int(text[at]) + 1) % 10) + text[at + 1:])
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size
+
+
+def test_a_file_is_read_again_unless_its_stat_was_taken_well_after_it_changed(tmp_path, monkeypatch):
+    """The index trusts a file's stat signature, as git's does, only when it was taken at least
+    RACY_NS after the file last changed. A file system that keeps times in whole seconds and no
+    change time or inode (simulated here) cannot tell a same-size edit within the same second
+    from no edit: that file is racily clean, read and hashed again, and the findings follow the
+    edit. Without the margin, the edit would be missed: the margin is what this test tests."""
+    tree, cache = tmp_path / "dist", tmp_path / "cache"
+    shutil.copytree(DIST, tree)
+    monkeypatch.setattr(verdict_cache, "_signature",
+                        lambda st: [st.st_size, st.st_mtime_ns // 1_000_000_000 * 1_000_000_000, 0, 0, 0])
+    path = next(p for p in sorted(tree.rglob("*.yaml")) if "replicas: " in p.read_text())
+    _same(tree, cache)  # every file just copied: racily clean, none trusted by its stat
+    _same_size_edit(path)
+    assert "1 read afresh" in _same(tree, cache)
+
+    monkeypatch.setattr(verdict_cache, "RACY_NS", -10**18)  # no margin: every stat trusted
+    reads = []
+    real = verdict_cache.file_key
+    monkeypatch.setattr(verdict_cache, "file_key", lambda *a: reads.append(a) or real(*a))
+    _same(tree, cache)
+    _same(tree, cache)
+    assert len(reads) == len(list(tree.rglob("*.yaml")))  # the second run read no file
+    _same_size_edit(path)
+    assert "unchanged, the whole result reused" in _outcome(tree, cache)[1]  # missed
+
+
+def test_an_object_appended_to_a_file_is_the_only_one_judged_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(verdict_cache, "RACY_NS", -10**18)  # every stat trusted: the index names the entry before
+    tree, cache = tmp_path / "dist", tmp_path / "cache"
+    shutil.copytree(DIST, tree)
+    _same(tree, cache)
+    path = max(sorted(tree.rglob("*.yaml")), key=lambda p: len(_objects(p)))
+    with path.open("a") as out:
+        out.write("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: appended, namespace: online}\n")
+    said = _same(tree, cache)
+    assert "1 read afresh; per-object rules on 1 files (1 objects judged)" in said, said
 
 
 def _entries(cache: Path) -> list[Path]:
