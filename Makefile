@@ -20,7 +20,7 @@ ARGS ?=
 
 help:
 	@echo 'make bootstrap    install .venv, node_modules, bin/ (kubeconform, actionlint, amtool, alertmanager), promtool/prometheus'
-	@echo 'make synth        regenerate dist/ (colocate synth)'
+	@echo 'make synth        regenerate dist/ (colocate synth); installs only .venv and Node for jsii'
 	@echo 'make test         run the test suite (pytest)'
 	@echo 'make test-fast    the suite without the simulation (-m "not simulate"): no component build, no cluster'
 	@echo 'make check        policy + schema checks on dist/'
@@ -33,7 +33,10 @@ help:
 bootstrap:
 	@$(ROOT)/scripts/bootstrap
 
-synth: bootstrap
+# Installs only what synth needs (scripts/bootstrap synth): no Go tools, no Prometheus, no dev
+# dependencies of node_modules.
+synth:
+	@$(ROOT)/scripts/bootstrap synth
 	$(ROOT)/.venv/bin/colocate synth $(ARGS)
 
 # The simulation's components (Kubernetes, etcd, kwok, training-operator) and the renderers (helm,
