@@ -1083,20 +1083,36 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         config_mod.load(schema_checked=checked)
     if not checked:
         store.put("config", env, "valid")
+    # kubeconform starts on the files without an entry before the entries are read (it is the
+    # longest step of a run with one file changed); an entry found unusable restarts it.
+    validation = None
+    guessed = [f for f, key in zip(inputs.files, keys) if not key or not store.has("file", key)]
     entries: dict[str, _Entry] = {}
-    with manifests.collector_paused():
-        for file, key in zip(files, keys):
-            value = store.get("file", key) if key else None
-            entry = _entry(file, value)
-            if entry is not None:
-                entries[file] = entry
-            elif value is not None:
-                store.reject()
-        gc.freeze()  # as _parse: what was read lives until the end, and has no cycles
-    fresh = [f for f in inputs.files if str(f) not in entries]
+    try:
+        if guessed:
+            validation = kubeconform.start(guessed, config.kubernetes_version)
+        with manifests.collector_paused():
+            for file, key in zip(files, keys):
+                value = store.get("file", key) if key else None
+                entry = _entry(file, value)
+                if entry is not None:
+                    entries[file] = entry
+                elif value is not None:
+                    store.reject()
+            gc.freeze()  # as _parse: what was read lives until the end, and has no cycles
+        fresh = [f for f in inputs.files if str(f) not in entries]
+        if fresh != guessed and validation is not None:
+            validation.kill()
+            validation.wait()
+        if fresh != guessed:
+            validation = kubeconform.start(fresh, config.kubernetes_version) if fresh else None
+    except BaseException:
+        if validation is not None and validation.poll() is None:
+            validation.kill()
+            validation.wait()
+        raise
     phase("cache: read file entries")
 
-    validation = None
     by_file: dict[str, list[Doc]] = {}  # whole objects, of the files that have them in this run
     tallies: dict[str, int] = {}
     unusable: list[tuple[Path, InputError]] = []
@@ -1119,9 +1135,6 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         return by_file[file]
 
     try:
-        if fresh:
-            validation = kubeconform.start(fresh, config.kubernetes_version)
-        phase("start kubeconform")
         with manifests.collector_paused():
             for path in fresh:
                 tally: list[int] = []

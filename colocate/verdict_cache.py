@@ -105,6 +105,10 @@ class Store:
             self.stats.hits += 1
         return value
 
+    def has(self, kind: str, key: str) -> bool:
+        """Whether an entry is there (not whether it can be trusted: :meth:`get` says that)."""
+        return self._path(kind, key).is_file()
+
     def reject(self) -> None:
         """The entry last read whole has not the shape its reader expects: ignored after all."""
         self.stats.hits -= 1
