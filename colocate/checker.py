@@ -662,9 +662,13 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         clock[0] = now
 
     if cache is not None:
+        from colocate import verdict_cache
+
+        store = verdict_cache.Store(cache)
         try:
-            return _check_cached(paths, config_path, cluster, timings, tuple(exclude), cache, phase, clock)
+            return _check_cached(paths, config_path, cluster, timings, tuple(exclude), store, phase, clock)
         finally:
+            store.flush()  # the entries of a run that stopped are written too: each holds on its own
             gc.unfreeze()
     config = _load_config(config_path)
     inputs = manifests.find(paths, exclude)  # an unknown path is bad input before any tool starts
@@ -1044,9 +1048,12 @@ def _split_verdict(result: kubeconform.Result, tallies: dict[str, int]) -> dict[
 
 
 def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | None, timings: Timings | None,
-                  exclude: tuple[str, ...], folder: Path, phase: Callable[[str], None], clock: list[float]) -> CheckResult:
-    """:func:`check` through the verdict cache: the same result, computing only what changed."""
+                  exclude: tuple[str, ...], store: Any, phase: Callable[[str], None], clock: list[float]) -> CheckResult:
+    """:func:`check` through the verdict cache (a verdict_cache.Store): the same result, computing
+    only what changed."""
     from colocate import verdict_cache
+
+    folder = store.root
 
     try:
         inputs = manifests.find(paths, exclude)
@@ -1057,7 +1064,6 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         _load_config(config_path)
         hint = "".join(f"; {s.path}: {s.reason} ({s.hint})" for s in inputs.skipped)
         raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{hint}")
-    store = verdict_cache.Store(folder)
     # config.default_path(), without importing colocate.config (see _config_module).
     env = verdict_cache.environment(store, config_path or repository() / CONFIG_NAME, cluster, exclude)
     named = {str(p) for p in paths if not p.is_dir()}
@@ -1346,6 +1352,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
                 "objects": result.objects,
                 "rules": [{**r.__dict__, "kinds": list(r.kinds)} for r in result.rules],
             })
+    store.flush()
     phase("cache: write")
     stats = store.stats
     result.cache = (f"{folder}: {len(files) - len(fresh)} of {len(files)} files reused, {len(fresh)} read afresh; "
