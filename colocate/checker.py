@@ -1150,6 +1150,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
                 if bad and str(path) in named:
                     raise bad[0][1]
                 unusable += bad
+            gc.freeze()  # as _parse: before the collector is back, or its first collection scans them all
         for path in inputs.files:
             entry = entries.get(str(path))
             if entry is not None and entry.unusable:
