@@ -1192,6 +1192,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         phase("cache: read objects")
         local: dict[str, list[Finding]] = {f: entries[f].local for f in files if f not in stale}
         encoded: dict[str, tuple[list[str], list[str]]] = {f: _encoded(by_file[f]) for f in stale}
+        phase("cache: objects as JSON")
         # A changed file's objects that are as they were (same line, same digest) keep the
         # per-object findings its previous entry holds, when judged in the same context.
         stale_docs: list[Doc] = []
