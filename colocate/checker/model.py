@@ -1,0 +1,191 @@
+"""The result model of `colocate check`: rules, findings, the context they are judged in and
+the index of every checked object."""
+from __future__ import annotations
+
+import json
+import string
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterator
+
+from colocate import manifests
+from colocate.model.cluster import Cluster
+from colocate.model.names import TIER_LABEL
+from colocate.resources import data_path
+from colocate.model.pool_facts import PoolFacts
+from colocate.manifests import Doc, PodSpec
+
+
+RULES_DIR = data_path("colocate.policies", "rules")
+_RULE_SCHEMA = json.loads(data_path("colocate", "schemas", "rule.schema.json").read_text())
+SCHEMA_RULE_ID = "SCHEMA"
+#: Notices about the input itself: folders that are not plain manifests.
+INPUT_RULE_ID = "INPUT"
+
+
+def _fill(value: Any, values: dict[str, str]) -> Any:
+    """Replace ``${name}`` placeholders in every string of a rule's schema or text."""
+    if isinstance(value, str):
+        return string.Template(value).substitute(values)
+    if isinstance(value, dict):
+        return {k: _fill(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, values) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    name: str
+    severity: str
+    category: str
+    target: str
+    rationale: str
+    message: str
+    fix: str
+    scope: str = "all"
+    kinds: tuple[str, ...] = ()
+    schema: dict | None = None
+    check: str | None = None
+
+    def filled(self, values: dict[str, str]) -> "Rule":
+        """The rule with the ``${name}`` placeholders of its message and fix replaced, as findings
+        show them (a rationale has none: it may quote ``$`` from PromQL or Grafana)."""
+        return replace(self, message=_fill(self.message, values), fix=_fill(self.fix, values))
+
+
+#: kubeconform's findings and the notices about the input, described like rules for
+#: --explain and SARIF. They have no rule file, and no annotation silences them.
+SCHEMA_RULE = Rule(
+    SCHEMA_RULE_ID, "kubernetes-schema", "error", "hygiene", "Object",
+    "kubeconform -strict validates every object against the Kubernetes schemas of colocate.yaml's "
+    "kubernetesVersion, and custom resources against policies/schemas/: an object it rejects, or has no "
+    "schema for, is refused by the API server or silently loses fields.",
+    "every object matches its Kubernetes or custom resource schema",
+    "make the object match the Kubernetes 1.28 schema (or our schema under policies/schemas/)")
+INPUT_RULE = Rule(
+    INPUT_RULE_ID, "input-form", "warning", "hygiene", "Set",
+    "A Helm chart or a Kustomize folder is not a manifest: check reports it instead of guessing what "
+    "it renders to.",
+    "checked paths hold plain manifests", "render it first (helm template, kustomize build) and check the output")
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: str
+    file: str
+    line: int
+    kind: str
+    namespace: str
+    name: str
+    field: str
+    message: str
+    fix: str = ""
+    #: Line of the offending field (or of the deepest part of its path the object has); 0 = not known.
+    field_line: int = 0
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind or '-'}/{self.namespace or '-'}/{self.name or '-'}"
+
+
+@dataclass
+class Context:
+    """What the rules need to know about the cluster, read from the cluster definition and
+    from tier labels on the checked Namespaces, so each fact has one source."""
+
+    cluster: Cluster
+    online_namespaces: set[str]
+    offline_namespaces: set[str]
+    #: Oldest Argo CD (major, minor) that syncs the manifests (colocate.yaml).
+    min_argocd_version: tuple[int, int] = (0, 0)
+    #: Harbor, and the upstream registries the nodes' containerd redirects to its proxy-cache
+    #: projects (colocate.yaml registry.host, registry.proxyCacheProjects); "" = not known.
+    registry_host: str = ""
+    proxied_registries: frozenset[str] = frozenset()
+    #: The node pools, from NodePool descriptions (dist/nodes/ or --cluster); () = not known.
+    pools: tuple[PoolFacts, ...] = ()
+    #: Where they were read from, for messages.
+    pools_source: str = ""
+    #: The rules of this run (hygiene checks name unknown rule ids).
+    rules: tuple = ()
+    #: colocate.yaml storage.sharedClass: the ReadWriteMany (NFS) class; "" = not known.
+    shared_storage_class: str = ""
+
+    @property
+    def values(self) -> dict[str, str]:
+        """Placeholders rule files may use."""
+        c = self.cluster
+        return {"online_priority": c.tier("online").name, "offline_priority": c.tier("offline").name,
+                "registry_host": self.registry_host, "proxied_registries": ", ".join(sorted(self.proxied_registries)),
+                "online_taint_key": c.online_taint.key, "tier_label": TIER_LABEL,
+                "offline_namespaces": ", ".join(sorted(self.offline_namespaces))}
+
+    def scope_of(self, pod: PodSpec) -> str:
+        ns = pod.doc.namespace
+        return "online" if ns in self.online_namespaces else "offline" if ns in self.offline_namespaces else "other"
+
+
+@dataclass
+class Index:
+    """Every checked object, with lookups the cross-object rules share. Each lookup is built
+    once, on first use, in one pass over the objects, so that no rule scans them per object."""
+
+    docs: list[Doc]
+    ctx: Context
+    _by_kind: dict[str, list[Doc]] | None = field(default=None, init=False, repr=False)
+    _pods: list[PodSpec] | None = field(default=None, init=False, repr=False)
+    _shared: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+
+    def api_objects(self) -> Iterator[Doc]:
+        return (d for d in self.docs if d.is_api_object)
+
+    def of_kind(self, kind: str) -> list[Doc]:
+        if self._by_kind is None:
+            self._by_kind = {}
+            for doc in self.docs:
+                self._by_kind.setdefault(doc.kind, []).append(doc)
+        return list(self._by_kind.get(kind, ()))
+
+    def pods(self, scope: str = "all") -> Iterator[PodSpec]:
+        if self._pods is None:
+            self._pods = [pod for doc in self.docs for pod in manifests.pod_specs(doc)]
+        for pod in self._pods:
+            if scope == "all" or self.ctx.scope_of(pod) == scope:
+                yield pod
+
+    def shared(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, once per index: what several rules derive from the same objects (the
+        PromQL queries and their analyses, the metrics known to this run)."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]
+
+
+#: (phase or rule id, seconds) in the order they ran, for ``check --timings``.
+Timings = list[tuple[str, float]]
+
+
+@dataclass(frozen=True)
+class Violation:
+    """What a Python check returns: where, and optionally what exactly was found."""
+
+    doc: Doc
+    field: str
+    detail: str = ""
+
+
+@dataclass
+class CheckResult:
+    findings: list[Finding]
+    kubeconform: kubeconform.Result
+    objects: int
+    rules: list[Rule] = field(default_factory=list)
+    #: Findings an object's colocate.io/ignore annotation silenced, with the reason given.
+    suppressed: list[tuple[Finding, str]] = field(default_factory=list)
+    #: What the verdict cache did, for --timings ("" without a cache).
+    cache: str = ""
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
