@@ -643,8 +643,8 @@ def test_a_target_revision_with_a_new_line_is_refused(tmp_path):
     assert "targetRevision" in proc.stderr, proc.stderr
 
 
-def test_the_readme_lists_exit_code_141():
-    assert "| 141 |" in (ROOT / "README.md").read_text()
+def test_the_docs_list_exit_code_141():
+    assert "| 141 |" in (ROOT / "docs" / "input-forms.md").read_text()
 
 
 def test_diff_names_a_revisions_broken_file_by_its_path_and_refuses_an_absolute_link(tmp_path):
