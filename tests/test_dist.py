@@ -83,7 +83,7 @@ def test_check_broken_yaml_is_an_error_naming_file_and_line(tmp_path):
     shutil.copytree(DIST, copy)
     broken = copy / "apps" / "broken.yaml"
     broken.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n data: [\n")
-    # Found in a folder: one INPUT error for the file, the rest checked (issue 21, item 14).
+    # Found in a folder: one INPUT error for the file, the rest checked.
     proc = colocate("check", str(copy))
     assert proc.returncode == 1, proc.stderr
     assert f"ERROR INPUT {broken}:5: not valid YAML" in proc.stdout, proc.stdout

@@ -1,6 +1,6 @@
-"""The generated cluster's behaviour defects an expert found (issue 20), each written into a copy
-of dist/ as a user would write it by hand: `colocate check` names the file and the rule (items
-1, 2, 3, 4, 7, 8 and 9 as errors, 5 and 6 as warnings)."""
+"""The generated cluster's behaviour defects an expert found, each written into a copy
+of dist/ as a user would write it by hand: `colocate check` names the file and the rule (MISTAKES
+as errors, WARNINGS as warnings)."""
 from __future__ import annotations
 
 import shutil
@@ -33,7 +33,7 @@ def _ps_sees_every_gpu(tfjob: dict) -> None:
 def _cpu_chief_beside_gpu_workers(tfjob: dict) -> None:
     container = tfjob["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]
     del container["resources"]["limits"]["nvidia.com/gpu"]
-    container["env"].append({"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"})  # as item 1 asks of a CPU replica
+    container["env"].append({"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"})  # as COL070 asks of a CPU replica
 
 
 def _scheduler_on_loopback(config: dict) -> None:
@@ -41,15 +41,15 @@ def _scheduler_on_loopback(config: dict) -> None:
 
 
 MISTAKES = [
-    # item 1: a CPU-only parameter server of a CUDA image sees every GPU of its node
+    # a CPU-only parameter server of a CUDA image sees every GPU of its node
     ("apps/training/tfjob.training.tf-ps-mode.yaml", _ps_sees_every_gpu, "COL070"),
-    # item 2: the device plugin without device specs under the static CPU manager
+    # the device plugin without device specs under the static CPU manager
     ("apps/argocd/application.argocd.nvidia-device-plugin.yaml",
      lambda app: _values(app).pop("compatWithCPUManager"), "COL071"),
-    # item 4: kubeadm's loopback default for the scheduler while Prometheus scrapes it
+    # kubeadm's loopback default for the scheduler while Prometheus scrapes it
     ("control-plane/clusterconfiguration.yaml", _scheduler_on_loopback, "COL222"),
     ("control-plane/kubeproxyconfiguration.yaml", lambda c: c.pop("metricsBindAddress"), "COL222"),
-    # item 8: Prometheus' TSDB on the checkpoints' NFS class
+    # Prometheus' TSDB on the checkpoints' NFS class
     ("apps/argocd/application.argocd.kube-prometheus-stack.yaml",
      lambda app: _values(app)["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]["spec"].update(
          storageClassName="nfs-client"), "COL223"),
@@ -57,21 +57,21 @@ MISTAKES = [
 
 
 MISTAKES += [
-    # item 3: all-reduce with a CPU Chief beside GPU Workers; parameter-server training without a coordinator
+    # all-reduce with a CPU Chief beside GPU Workers; parameter-server training without a coordinator
     ("apps/training/tfjob.training.tf-mnist-dist.yaml", _cpu_chief_beside_gpu_workers, "COL116"),
     ("apps/training/tfjob.training.recsys-train.yaml", lambda job: job["spec"]["tfReplicaSpecs"].pop("Chief"), "COL117"),
-    # item 7: the offline tier preempting the class-less add-ons of the mixed pool
+    # the offline tier preempting the class-less add-ons of the mixed pool
     ("apps/platform/priorityclass.offline-batch.yaml", lambda pc: pc.update(preemptionPolicy="PreemptLowerPriority"),
      "COL012"),
-    # item 9: a TFJob name the API server takes and training-operator v1.7.0 refuses
+    # a TFJob name the API server takes and training-operator v1.7.0 refuses
     ("apps/training/tfjob.training.tf-ps-mode.yaml", lambda job: job["metadata"].update(name="1abc"), "COL115"),
 ]
 #: Warnings (the GitOps rules): check still exits 0, but names the file and the rule.
 WARNINGS = [
-    # item 5: a kept claim that holds its Application OutOfSync once its job file is deleted
+    # a kept claim that holds its Application OutOfSync once its job file is deleted
     ("apps/training/persistentvolumeclaim.training.tf-ps-mode-checkpoints.yaml",
      lambda claim: claim["metadata"]["annotations"].pop("argocd.argoproj.io/compare-options"), "COL300"),
-    # item 6: a guard deleted with the platform Application
+    # a guard deleted with the platform Application
     ("apps/platform/networkpolicy.training.default-deny.yaml",
      lambda policy: policy["metadata"].pop("annotations"), "COL307"),
     ("apps/platform/priorityclass.online-high.yaml", lambda pc: pc["metadata"].pop("annotations"), "COL307"),

@@ -1,4 +1,4 @@
-"""Issue 21, hostile input round two: each item reproduced through the installed console script
+"""Hostile input: each case reproduced through the installed console script
 in a scratch folder, as a user (or an attacker naming files) would run it. Bad input is a clear
 error, exit 2, and nothing touched; no input prints a Python traceback or exits 3."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from colocate import ROOT
 from tests.helpers import colocate
 
 IMAGE = "harbor.example.com/library/busybox:1.36"
-#: The scratch folders hold no colocate.yaml: synth there needs --config (item 8).
+#: The scratch folders hold no colocate.yaml: synth there needs --config.
 CONFIG = str(ROOT / "colocate.yaml")
 
 
@@ -37,7 +37,7 @@ def deployment(**spec) -> dict:
                                   "spec": {"containers": [{"name": "web", "image": IMAGE}]}}, **spec}}
 
 
-# --- item 1: option injection into kubeconform -------------------------------------------------
+# --- option injection into kubeconform ---------------------------------------------------------
 
 
 def _schema_findings(proc: subprocess.CompletedProcess) -> list[dict]:
@@ -74,7 +74,7 @@ def test_objects_kubeconform_did_not_count_are_an_error(tmp_path):
     assert "kubeconform judged 0 of the 1 objects" in proc.stderr, proc.stderr
 
 
-# --- item 2: the labels every kubelet sets -----------------------------------------------------
+# --- the labels every kubelet sets -------------------------------------------------------------
 
 
 def _pool_findings(proc: subprocess.CompletedProcess) -> list[dict]:
@@ -107,7 +107,7 @@ def _repo_nodes() -> Path:
     return ROOT / "dist" / "nodes"
 
 
-# --- item 3: a priority-tier inversion ---------------------------------------------------------
+# --- a priority-tier inversion -----------------------------------------------------------------
 
 
 def _dist_copy(dest: Path) -> Path:
@@ -177,7 +177,7 @@ def test_diff_names_an_inversion_as_dangerous(tmp_path):
         in proc.stdout, proc.stdout
 
 
-# --- item 4: synth never deletes a user's files ------------------------------------------------
+# --- synth never deletes a user's files --------------------------------------------------------
 
 
 def test_synth_refuses_a_dist_holding_user_files_and_touches_nothing(tmp_path):
@@ -217,7 +217,7 @@ def test_an_index_written_before_it_listed_extra_files_keeps_only_containerds_fi
     assert render.foreign_files(out) == ["apps/online/NOTES.md", "nodes/mixed/containerd/harbor-ca.crt"]
 
 
-# --- item 5: no job files is a normal state ----------------------------------------------------
+# --- no job files is a normal state ------------------------------------------------------------
 
 
 def test_an_empty_jobs_folder_keeps_the_training_application_path(tmp_path):
@@ -258,7 +258,7 @@ def test_check_refuses_an_application_whose_path_holds_nothing(tmp_path):
     assert missing["name"] == "colocate-training" and "dist/apps/training" in missing["message"], missing
 
 
-# --- items 6 and 7: FIFOs and symbolic links in a jobs folder ----------------------------------
+# --- FIFOs and symbolic links in a jobs folder -------------------------------------------------
 
 
 def test_a_fifo_in_the_jobs_folder_is_bad_input_not_a_hang(tmp_path):
@@ -297,7 +297,7 @@ def test_a_job_link_out_of_the_folder_is_refused_and_its_content_never_shown(tmp
     assert "hunter2" not in proc.stderr and "hashhash" not in proc.stderr, proc.stderr
 
 
-# --- item 8: synth outside any repository --------------------------------------------------------
+# --- synth outside any repository ----------------------------------------------------------------
 
 
 def test_synth_outside_a_repository_refuses_and_writes_nothing(tmp_path):
@@ -323,7 +323,7 @@ def test_synth_with_a_config_outside_a_repository_writes_next_to_it(tmp_path):
     assert (tmp_path / "dist" / "index.yaml").is_file() and not list((tmp_path / "dist/apps/training").glob("tfjob.*"))
 
 
-# --- item 9: an output folder that cannot be written ---------------------------------------------
+# --- an output folder that cannot be written -----------------------------------------------------
 
 
 def test_an_unwritable_outdir_is_bad_input_before_the_build(tmp_path):
@@ -335,7 +335,7 @@ def test_an_unwritable_outdir_is_bad_input_before_the_build(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
-# --- item 10: terminal and CI-log injection --------------------------------------------------------
+# --- terminal and CI-log injection -----------------------------------------------------------------
 
 FORGED = "\x1b]0;x\x07\n::error file=a.py,line=1::forged\x1b[2J"
 
@@ -365,7 +365,7 @@ def test_an_error_message_quoting_a_file_name_is_escaped(tmp_path):
     assert "\x1b" not in proc.stderr and "bad\\x1b[2J\\x07.yaml" in proc.stderr, repr(proc.stderr)
 
 
-# --- item 11: image references outside the distribution grammar ----------------------------------
+# --- image references outside the distribution grammar -------------------------------------------
 
 BAD_IMAGES = ("harbor.example.com/../evil.io/x:1", "harbor.example.com/ML/X:1", "harbor.example.com/ml/x:",
               "harbor.example.com/ml/x@sha256:abc")
@@ -391,7 +391,7 @@ def test_check_reports_an_image_that_is_no_reference(tmp_path):
     assert sorted(f["name"] for f in found["COL406"]) == [f"web{i}" for i in range(len(BAD_IMAGES))], found.get("COL406")
 
 
-# --- item 12: Ctrl-C during synth ----------------------------------------------------------------
+# --- Ctrl-C during synth -------------------------------------------------------------------------
 
 
 def test_ctrl_c_during_synth_says_which_tree_is_in_place(tmp_path):
@@ -436,7 +436,7 @@ def test_ctrl_c_during_synth_says_which_tree_is_in_place(tmp_path):
     assert "old" in seen and "done" in seen, seen
 
 
-# --- item 13: two synths at once -----------------------------------------------------------------
+# --- two synths at once --------------------------------------------------------------------------
 
 _WRITER = """
 import sys
@@ -472,7 +472,7 @@ def test_two_writers_at_once_both_finish_and_leave_one_whole_tree(tmp_path):
         assert [p.name for p in tmp_path.iterdir()] == ["dist"]
 
 
-# --- item 14: one file that is no manifest in a folder -------------------------------------------
+# --- one file that is no manifest in a folder ----------------------------------------------------
 
 
 def _folder_with_strays(root: Path) -> None:
@@ -504,7 +504,7 @@ def test_a_non_manifest_file_named_explicitly_is_still_bad_input(tmp_path):
     ran(colocate("check", "notes.yaml", cwd=tmp_path), 2)
 
 
-# --- item 15: --cluster is never silently ignored ------------------------------------------------
+# --- --cluster is never silently ignored ---------------------------------------------------------
 
 
 def test_an_explicit_cluster_wins_over_node_pools_among_the_checked_files(tmp_path):
@@ -519,7 +519,7 @@ def test_an_explicit_cluster_wins_over_node_pools_among_the_checked_files(tmp_pa
     assert found.get("COL050"), found.keys()
 
 
-# --- item 16: duplicate keys in job files and colocate.yaml --------------------------------------
+# --- duplicate keys in job files and colocate.yaml -----------------------------------------------
 
 
 def test_a_duplicate_key_in_a_job_file_is_refused_with_both_lines(tmp_path):
@@ -539,7 +539,7 @@ def test_a_duplicate_key_in_colocate_yaml_is_refused_with_both_lines(tmp_path):
     assert f"colocate.yaml:{last}: key 'release' appears twice (lines {first} and {last})" in proc.stderr, proc.stderr
 
 
-# --- item 17: synth refuses what its own check refuses -------------------------------------------
+# --- synth refuses what its own check refuses ----------------------------------------------------
 
 
 def _jobs(folder: Path, count: int, **worker: object) -> None:
@@ -562,7 +562,7 @@ def test_synth_refuses_a_job_beyond_the_gpu_quota(tmp_path):
     assert "COL051" in proc.stderr and "requests.nvidia.com/gpu" in proc.stderr, proc.stderr
 
 
-# --- item 18: more file names than one command line holds ----------------------------------------
+# --- more file names than one command line holds -------------------------------------------------
 
 
 def test_file_names_beyond_the_argument_limit_are_validated_in_batches(tmp_path):
@@ -643,8 +643,8 @@ def test_a_target_revision_with_a_new_line_is_refused(tmp_path):
     assert "targetRevision" in proc.stderr, proc.stderr
 
 
-def test_the_readme_lists_exit_code_141():
-    assert "| 141 |" in (ROOT / "README.md").read_text()
+def test_the_docs_list_exit_code_141():
+    assert "| 141 |" in (ROOT / "docs" / "input-forms.md").read_text()
 
 
 def test_diff_names_a_revisions_broken_file_by_its_path_and_refuses_an_absolute_link(tmp_path):

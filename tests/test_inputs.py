@@ -64,7 +64,7 @@ def findings(proc: subprocess.CompletedProcess) -> list[dict]:
     return json.loads(proc.stdout)["findings"]
 
 
-# --- item 7: every input form ----------------------------------------------------------------
+# --- every input form ------------------------------------------------------------------------
 
 
 def test_json_files_in_a_folder_are_checked_by_the_rules(tmp_path):
@@ -154,7 +154,7 @@ def test_only_a_kustomize_folder_is_bad_input_with_the_hint(tmp_path):
     assert "no Kubernetes objects found" in proc.stderr and f"kustomize build {tmp_path}" in proc.stderr
 
 
-# --- item 8: hostile input ------------------------------------------------------------------
+# --- hostile input --------------------------------------------------------------------------
 
 
 def test_a_binary_file_exits_2_with_file_and_line(tmp_path):

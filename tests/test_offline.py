@@ -1,5 +1,5 @@
 """``colocate offline pause|resume``: which TFJobs it suspends and resumes, the patch it sends, and
-its errors. Against a live training-operator once the simulated cluster (issue 11) exists."""
+its errors. Against a live training-operator in the simulated cluster."""
 from __future__ import annotations
 
 import copy

@@ -148,7 +148,7 @@ def test_load_rules_refuses_an_empty_rule_folder(tmp_path: Path):
         load_rules(tmp_path)
 
 
-# --- issue 21, item 19: an installed colocate outside any colocate repository ----------------------
+# --- an installed colocate outside any colocate repository -----------------------------------------
 
 
 def _wheel_env() -> dict[str, str]:
@@ -166,7 +166,7 @@ def test_installed_check_outside_a_repository_uses_the_packaged_reference_config
     [said] = proc.stderr.splitlines()
     assert said.startswith(f"colocate: no colocate.yaml in {tmp_path} or above; using the packaged reference "
                            "configuration"), said
-    # synth refuses there (item 8), and says how to start.
+    # synth refuses there, and says how to start.
     proc = subprocess.run([str(installed / "colocate"), "synth"], cwd=tmp_path, env=_wheel_env(),
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "no colocate.yaml in" in proc.stderr and "colocate init" in proc.stderr, proc.stderr

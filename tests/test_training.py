@@ -76,7 +76,7 @@ def test_prepull_images_follow_the_job_files(tmp_path):
 
 def test_no_jobs_means_no_prepull_daemonset_but_the_folder_stays(tmp_path):
     # The pre-pull Namespace and its deny-all policy stay, so the colocate-training Application's
-    # path exists and Argo CD prunes the last TFJobs (issue 21, item 5).
+    # path exists and Argo CD prunes the last TFJobs.
     files = app.render_files(app.build(jobs_dir=tmp_path))
     assert sorted(p for p in files if p.startswith("apps/training/")) == [
         "apps/training/namespace.image-prepull.yaml", "apps/training/networkpolicy.image-prepull.default-deny.yaml"]

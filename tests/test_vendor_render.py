@@ -1,7 +1,7 @@
 """The vendored charts and the training-operator overlay render offline with the renderers Argo CD
 v2.10.15 bundles (helm 3.14.4, kustomize 5.2.1; colocate/render_toolchain.py builds them into bin/).
 
-Chart defaults only, no values of ours yet (issue 22's later parts render with them). A missing or
+Chart defaults only, no values of ours yet (the rendering with our values is tested elsewhere). A missing or
 stale renderer fails the test with how to build it: these tests never skip. Every render runs with
 a proxy that refuses connections and empty helm homes, so nothing can come from the network or
 from a chart repository configured on the machine."""

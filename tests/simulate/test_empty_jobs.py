@@ -1,4 +1,4 @@
-"""No job file, with the real Argo CD (v2.10.15) in the simulation (issue 21, item 5): dist/
+"""No job file, with the real Argo CD (v2.10.15) in the simulation: dist/
 synthesized from an empty jobs folder keeps the colocate-training Application's folder, so the
 Application syncs; the layout synth wrote before (the folder gone, the Application still
 pointing at it) is what Argo CD refuses with "app path does not exist"."""
