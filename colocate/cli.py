@@ -261,7 +261,7 @@ def _renders_helm(app: dict) -> bool:
 
 def _report(args: argparse.Namespace) -> int:
     from colocate import config as config_mod, headline, headline_formats
-    from colocate.constructs.mixin.config import MixinConfig
+    from colocate.mixin.config import MixinConfig
     from colocate.model.cluster import reference
     from colocate.prometheus_api import Prometheus
 

@@ -11,8 +11,8 @@ from datetime import datetime, timezone
 from typing import Callable, Optional
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from colocate.constructs.mixin import slo
-from colocate.constructs.mixin.config import MixinConfig, eq, sel
+from colocate.mixin import slo
+from colocate.mixin.config import MixinConfig, eq, sel
 from colocate.errors import ColocateError
 from colocate.prometheus_api import Prometheus, Series
 

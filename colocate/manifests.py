@@ -20,6 +20,7 @@ import yaml
 
 from colocate.errors import InputError
 from colocate.model.names import tf_role
+from colocate.model.objects import ObjectView
 
 #: Files colocate writes for tools other than the API server: no metadata, never applied.
 NON_API_KINDS = frozenset({
@@ -33,37 +34,6 @@ CLUSTER_SCOPED_KINDS = frozenset({
     "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "VolumeAttachment",
     "CertificateSigningRequest", "FlowSchema", "PriorityLevelConfiguration",
 })
-
-
-class ObjectView:
-    """Read-only accessors over a manifest dict held in ``self.obj``."""
-
-    obj: dict[str, Any]
-
-    @property
-    def kind(self) -> str:
-        return self.obj["kind"]
-
-    @property
-    def api_version(self) -> str:
-        return self.obj["apiVersion"]
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0]
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        meta = self.obj.get("metadata")
-        return meta if isinstance(meta, dict) else {}
-
-    @property
-    def name(self) -> str:
-        return str(self.metadata.get("name", ""))
-
-    @property
-    def namespace(self) -> str:
-        return str(self.metadata.get("namespace", ""))
 
 
 class _Stored:

@@ -22,7 +22,7 @@ from typing import Iterator
 import pytest
 import yaml
 
-from colocate.constructs.mixin.config import PARSE_VALUES
+from colocate.mixin.config import PARSE_VALUES
 from colocate.grafana import expand_variables, panel_queries
 from tests.fixtures.series import generate
 from tests.test_alerts import shipped_rule_files

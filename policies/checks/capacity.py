@@ -14,7 +14,7 @@ from colocate.model.names import GPU
 from colocate.model.pool_facts import PoolFacts, tolerated
 from colocate.model.pools import Resources
 from colocate.model.scheduling import node_selected
-from colocate.review.capacity import pod_resources, replicas
+from colocate.model.pods import pod_resources, replicas
 
 #: (name, accessor, printer) per resource a pod can lack.
 _RESOURCES: tuple[tuple[str, Callable[[Resources], int], Callable[[int], str]], ...] = (

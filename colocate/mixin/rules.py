@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from colocate.constructs.mixin.config import eq, ne, re_, sel
-from colocate.constructs.mixin.slo import LatencyGuard
+from colocate.mixin.config import eq, ne, re_, sel
+from colocate.mixin.slo import LatencyGuard
 
 #: DCGM reports framebuffer memory in MiB.
 _MIB = 1024 * 1024

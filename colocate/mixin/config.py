@@ -119,7 +119,7 @@ class MixinConfig:
     given_up_metric: str = GIVEN_UP_METRIC
     #: The container the training-operator runs TensorFlow in.
     training_container: str = TF_CONTAINER
-    #: TFJob conditions from kube-state-metrics (constructs/mixin/tfjob_state.py) and its labels.
+    #: TFJob conditions from kube-state-metrics (colocate/mixin/tfjob_state.py) and its labels.
     tfjob_condition_metric: str = TFJOB_CONDITION_METRIC
     tfjob_label: str = TFJOB_NAME_METRIC_LABEL
     tfjob_condition_label: str = TFJOB_CONDITION_LABEL

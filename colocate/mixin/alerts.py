@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from colocate.constructs.mixin.config import eq, ne_value, nre, re_, sel
-from colocate.constructs.mixin.slo import LatencyGuard
+from colocate.mixin.config import eq, ne_value, nre, re_, sel
+from colocate.mixin.slo import LatencyGuard
 from colocate.model.names import WARNING
 
 
@@ -100,7 +100,7 @@ class Alerts(LatencyGuard):
                    hint="kubectl logs --previous shows the last crash; TFJob replicas with restartPolicy OnFailure "
                         "or ExitCode restart until backoffLimit."),
             # The Failed condition, not training_operator_jobs_failed_total: v1.7.0 does not count a
-            # failure through the backoff limit or deadline (constructs/mixin/tfjob_state.py).
+            # failure through the backoff limit or deadline (colocate/mixin/tfjob_state.py).
             # Not a job a disruption failed: the resubmitter re-creates it (or gives up, with its
             # own alert), so telling chat each time training gives way would be noise.
             _alert("ColocateTFJobFailed",
