@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from colocate import kubeconform, manifests
 from colocate.model.cluster import Cluster, reference
@@ -26,6 +26,10 @@ from colocate.resources import CONFIG_NAME, data_path, repository
 from colocate.model import pool_facts
 from colocate.model.pool_facts import PoolFacts
 from colocate.manifests import Doc, PodSpec
+
+if TYPE_CHECKING:  # annotations only: config is imported when first needed (_config_module)
+    from colocate import config as config_mod
+
 
 def _config_module():
     """colocate.config, imported when first needed: a check answered from its cache needs none of

@@ -158,7 +158,9 @@ def _stdin_as_file(paths: list[Path]):
 def _renamed(result, old: str, new: str):
     from dataclasses import replace
 
-    rename = lambda f: replace(f, file=new) if f.file == old else f
+    def rename(f):
+        return replace(f, file=new) if f.file == old else f
+
     return replace(result, findings=[rename(f) for f in result.findings],
                    suppressed=[(rename(f), why) for f, why in result.suppressed])
 

@@ -11,7 +11,8 @@ from typing import Any, Mapping, Sequence
 
 from colocate import quantity
 from colocate.model.validate import check_dns_label, check_labels, check_required_labels
-from colocate.model.names import CLUSTER_CRITICAL, DASHBOARD_SIDECAR_LABEL, DASHBOARD_SIDECAR_LABEL_VALUE, JOB_NAME_LABEL, NAME_LABEL, NODE_CRITICAL, POOL_LABEL, REPLICA_TYPE_LABEL, kps_fullname
+from colocate.model.names import (CLUSTER_CRITICAL, DASHBOARD_SIDECAR_LABEL, DASHBOARD_SIDECAR_LABEL_VALUE, JOB_NAME_LABEL, NAME_LABEL,
+                                  NODE_CRITICAL, POOL_LABEL, REPLICA_TYPE_LABEL, kps_fullname)
 from colocate.model.pools import Taint
 # The chart's monitor selection, which the checker reads too.
 from colocate.model.prometheus_stack import MONITOR_KINDS, monitor_selectors, rendered_selector  # noqa: F401 (re-exported)

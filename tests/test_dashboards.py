@@ -65,7 +65,7 @@ def test_uids_are_stable_and_datasource_is_a_variable(rendered):
 
 def test_every_query_parses_with_variables_expanded(rendered):
     for board in shipped_dashboards(rendered).values():
-        for title, expr in panel_queries(board):
+        for _title, expr in panel_queries(board):
             promql_parser.parse(expand_variables(expr, {**PARSE_VALUES, "pool": "mixed", "node": ".*"}))
 
 

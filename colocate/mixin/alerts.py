@@ -44,7 +44,8 @@ class Alerts(LatencyGuard):
         now_oom = sel("kube_pod_container_status_terminated_reason", ksm, ns, eq("reason", "OOMKilled"))
         pending = sel("kube_pod_status_phase", ksm, ns, eq("phase", "Pending"))
         not_training = nre("namespace", f"{c.training_namespace}|{c.prepull_namespace}")
-        not_ready = (f'sum by (namespace, pod) (max by (namespace, pod) ({sel("kube_pod_status_phase", ksm, not_training, re_("phase", "Pending|Unknown|Failed"))})'
+        not_ready = ('sum by (namespace, pod) (max by (namespace, pod) '
+                     f'({sel("kube_pod_status_phase", ksm, not_training, re_("phase", "Pending|Unknown|Failed"))})'
                      f' * on (namespace, pod) group_left (owner_kind) topk by (namespace, pod) '
                      f'(1, max by (namespace, pod, owner_kind) ({sel("kube_pod_owner", ksm, ne_value("owner_kind", "Job"))})))')
         disrupted = (f"max by (namespace, {c.tfjob_label}) "

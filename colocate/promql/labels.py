@@ -164,7 +164,7 @@ def label_problems(ast: Any, known: Mapping[str, Metric]) -> list[str]:
     def missing(labels: Any, have: frozenset[str] | None) -> list[str]:
         if have is None:
             return []
-        return [l for l in labels if l not in have and not is_placeholder(l) and l not in grouping]
+        return [label for label in labels if label not in have and not is_placeholder(label) and label not in grouping]
 
     def visit(node: Any) -> None:
         if isinstance(node, pp.VectorSelector):

@@ -187,7 +187,7 @@ def offline_pdb(index: Index, rule: Rule) -> Iterator[Violation]:
     for pdb, selector in pdbs:
         matched: dict[str, list[str]] = defaultdict(list)
         for pod in training.get(pdb.namespace, ()):
-            if any(selector_matches(selector, l) for l in _pod_label_sets(pod)):
+            if any(selector_matches(selector, labels) for labels in _pod_label_sets(pod)):
                 matched[pod.doc.ref].append(pod.role)
         if matched:
             names = [ref + (f" ({', '.join(roles)})" if any(roles) else "") for ref, roles in sorted(matched.items())]
