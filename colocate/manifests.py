@@ -658,14 +658,6 @@ def pod_specs(doc: Doc) -> Iterator[PodSpec]:
         yield PodSpec(doc, ".".join(keys), spec, labels or {})
 
 
-def containers(pod: PodSpec) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(field path, container) for init containers and containers."""
-    for key in ("initContainers", "containers"):
-        for i, container in enumerate(pod.spec.get(key) or []):
-            if isinstance(container, dict):
-                yield f"{pod.path}.{key}[{i}]", container
-
-
 class _LineLoader(_Base):  # type: ignore[valid-type,misc]
     """Composes nodes for their lines only: no tag is resolved (keys are compared as written)."""
 

@@ -1,9 +1,9 @@
-"""Pod arithmetic: what one pod of a spec requests (what the scheduler reserves) and how many pods
-of a workload run at once. ``colocate capacity`` and ``diff`` (colocate/review/), the capacity
+"""Pod templates: their containers, what one pod of a spec requests (what the scheduler reserves)
+and how many pods of a workload run at once. ``colocate capacity`` and ``diff`` (colocate/review/), the capacity
 checks (policies/checks/capacity.py) and the simulation's observer all count with it."""
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Iterator, Protocol
 
 from colocate import quantity
 from colocate.model.names import GPU
@@ -19,6 +19,26 @@ class PodTemplate(Protocol):
     doc: ObjectView
     #: Its key in a TFJob's ``tfReplicaSpecs``; empty for other workloads.
     replica_key: str
+    #: Its dotted field path in the object, and the pod spec there.
+    path: str
+    spec: dict[str, Any]
+
+
+#: The container lists of a pod spec: init and regular containers, which run and request
+#: resources; with the ephemeral ones, every container Pod Security and the API server's
+#: validation visit, in their order.
+RUNNING = ("initContainers", "containers")
+ALL = (*RUNNING, "ephemeralContainers")
+
+
+def containers(pod: PodTemplate, lists: tuple[str, ...] = RUNNING) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(field path, container) for every container in ``lists``; a list or container of the wrong
+    shape is skipped (the schema check reports it)."""
+    for key in lists:
+        items = pod.spec.get(key)
+        for i, container in enumerate(items if isinstance(items, list) else []):
+            if isinstance(container, dict):
+                yield f"{pod.path}.{key}[{i}]", container
 
 
 def _container(container: dict, which: str) -> Resources:

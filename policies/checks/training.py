@@ -15,7 +15,8 @@ from colocate.model.names import (CHECKPOINT_ENV, GPU, JOB_NAME_LABEL, MAX_MEMOR
                                    OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL,
                                    TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER,
                                    TFJOB_MIN_GRACE_SECONDS, tf_role)
-from colocate.manifests import Doc, PodSpec, containers
+from colocate.manifests import Doc, PodSpec
+from colocate.model.pods import containers
 from colocate.policies.checks.gpus import gpu_quantity
 from colocate.model.scheduling import selector_matches
 
