@@ -63,3 +63,18 @@ def test_a_check_importing_a_construct_breaks_the_generator_checker_split(tmp_pa
     assert code == 1, out
     assert "The checker does not import the generator BROKEN" in out, out
     assert "colocate.policies.checks.nodes -> colocate.constructs.node_pool" in out, out
+
+
+def test_every_module_of_the_package_is_on_a_layer():
+    """A module on no line of the contract is checked by nothing: each new one gets a line."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = next(c for c in config["contracts"] if c["type"] == "colocate_layers")["layers"]
+    listed = {name.strip() for line in layers for name in line.replace("|", ":").split(":")}
+    package = ROOT / "colocate"
+    children = {f"colocate.{p.stem}" for p in package.glob("*.py") if p.stem != "__init__"}
+    children |= {f"colocate.{p.parent.name}" for p in package.glob("*/__init__.py")}
+    children |= {f"colocate.{folder}" for folder in ("constructs", "charts", "policies")}
+    assert children - listed == set(), "add these to a line of [tool.importlinter]'s layers in pyproject.toml"
+    assert listed - children == set(), "these layers name no module"
