@@ -666,9 +666,13 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         clock[0] = now
 
     if cache is not None:
+        from colocate import verdict_cache
+
+        store = verdict_cache.Store(cache)
         try:
-            return _check_cached(paths, config_path, cluster, timings, tuple(exclude), cache, phase, clock)
+            return _check_cached(paths, config_path, cluster, timings, tuple(exclude), store, phase, clock)
         finally:
+            store.flush()  # the entries of a run that stopped are written too: each holds on its own
             gc.unfreeze()
     config = _load_config(config_path)
     inputs = manifests.find(paths, exclude)  # an unknown path is bad input before any tool starts
@@ -1048,9 +1052,12 @@ def _split_verdict(result: kubeconform.Result, tallies: dict[str, int]) -> dict[
 
 
 def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | None, timings: Timings | None,
-                  exclude: tuple[str, ...], folder: Path, phase: Callable[[str], None], clock: list[float]) -> CheckResult:
-    """:func:`check` through the verdict cache: the same result, computing only what changed."""
+                  exclude: tuple[str, ...], store: Any, phase: Callable[[str], None], clock: list[float]) -> CheckResult:
+    """:func:`check` through the verdict cache (a verdict_cache.Store): the same result, computing
+    only what changed."""
     from colocate import verdict_cache
+
+    folder = store.root
 
     try:
         inputs = manifests.find(paths, exclude)
@@ -1061,7 +1068,6 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         _load_config(config_path)
         hint = "".join(f"; {s.path}: {s.reason} ({s.hint})" for s in inputs.skipped)
         raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{hint}")
-    store = verdict_cache.Store(folder)
     # config.default_path(), without importing colocate.config (see _config_module).
     env = verdict_cache.environment(store, config_path or repository() / CONFIG_NAME, cluster, exclude)
     named = {str(p) for p in paths if not p.is_dir()}
@@ -1087,20 +1093,36 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         config_mod.load(schema_checked=checked)
     if not checked:
         store.put("config", env, "valid")
+    # kubeconform starts on the files without an entry before the entries are read (it is the
+    # longest step of a run with one file changed); an entry found unusable restarts it.
+    validation = None
+    guessed = [f for f, key in zip(inputs.files, keys) if not key or not store.has("file", key)]
     entries: dict[str, _Entry] = {}
-    with manifests.collector_paused():
-        for file, key in zip(files, keys):
-            value = store.get("file", key) if key else None
-            entry = _entry(file, value)
-            if entry is not None:
-                entries[file] = entry
-            elif value is not None:
-                store.reject()
-        gc.freeze()  # as _parse: what was read lives until the end, and has no cycles
-    fresh = [f for f in inputs.files if str(f) not in entries]
+    try:
+        if guessed:
+            validation = kubeconform.start(guessed, config.kubernetes_version)
+        with manifests.collector_paused():
+            for file, key in zip(files, keys):
+                value = store.get("file", key) if key else None
+                entry = _entry(file, value)
+                if entry is not None:
+                    entries[file] = entry
+                elif value is not None:
+                    store.reject()
+            gc.freeze()  # as _parse: what was read lives until the end, and has no cycles
+        fresh = [f for f in inputs.files if str(f) not in entries]
+        if fresh != guessed and validation is not None:
+            validation.kill()
+            validation.wait()
+        if fresh != guessed:
+            validation = kubeconform.start(fresh, config.kubernetes_version) if fresh else None
+    except BaseException:
+        if validation is not None and validation.poll() is None:
+            validation.kill()
+            validation.wait()
+        raise
     phase("cache: read file entries")
 
-    validation = None
     by_file: dict[str, list[Doc]] = {}  # whole objects, of the files that have them in this run
     tallies: dict[str, int] = {}
     unusable: list[tuple[Path, InputError]] = []
@@ -1123,9 +1145,6 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         return by_file[file]
 
     try:
-        if fresh:
-            validation = kubeconform.start(fresh, config.kubernetes_version)
-        phase("start kubeconform")
         with manifests.collector_paused():
             for path in fresh:
                 tally: list[int] = []
@@ -1135,6 +1154,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
                 if bad and str(path) in named:
                     raise bad[0][1]
                 unusable += bad
+            gc.freeze()  # as _parse: before the collector is back, or its first collection scans them all
         for path in inputs.files:
             entry = entries.get(str(path))
             if entry is not None and entry.unusable:
@@ -1176,6 +1196,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         phase("cache: read objects")
         local: dict[str, list[Finding]] = {f: entries[f].local for f in files if f not in stale}
         encoded: dict[str, tuple[list[str], list[str]]] = {f: _encoded(by_file[f]) for f in stale}
+        phase("cache: objects as JSON")
         # A changed file's objects that are as they were (same line, same digest) keep the
         # per-object findings its previous entry holds, when judged in the same context.
         stale_docs: list[Doc] = []
@@ -1337,6 +1358,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
                 "objects": result.objects,
                 "rules": [{**r.__dict__, "kinds": list(r.kinds)} for r in result.rules],
             })
+    store.flush()
     phase("cache: write")
     stats = store.stats
     result.cache = (f"{folder}: {len(files) - len(fresh)} of {len(files)} files reused, {len(fresh)} read afresh; "

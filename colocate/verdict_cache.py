@@ -18,15 +18,18 @@ repository's dist/nodes/), the working folder and the --exclude patterns.
 An entry is JSON behind a header (magic, format, BLAKE2b of the body) and holds its own key: a
 truncated, corrupt or foreign entry (another key, another format, not JSON of the expected
 shape) is ignored and recomputed, never trusted. Entries are written to a temporary file and
-renamed into place (os.replace), so concurrent runs never read a partial entry.
+renamed into place (os.replace), so concurrent runs never read a partial entry. A thread writes
+them while the check goes on (file system calls release the GIL); :meth:`Store.flush` waits for it.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import queue
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +90,8 @@ class Store:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.stats = Stats()
+        self._queue: queue.SimpleQueue | None = None
+        self._writer: threading.Thread | None = None
 
     def _path(self, kind: str, key: str) -> Path:
         return self.root / f"v{FORMAT}" / kind / key[:2] / key
@@ -104,6 +109,10 @@ class Store:
         else:
             self.stats.hits += 1
         return value
+
+    def has(self, kind: str, key: str) -> bool:
+        """Whether an entry is there (not whether it can be trusted: :meth:`get` says that)."""
+        return self._path(kind, key).is_file()
 
     def reject(self) -> None:
         """The entry last read whole has not the shape its reader expects: ignored after all."""
@@ -123,7 +132,24 @@ class Store:
         """:meth:`put` of a value already serialised as JSON (the objects, serialised once)."""
         body = ('["%s",%s,%s]' % (kind, json.dumps(key), value_json)).encode("utf-8", "surrogatepass")
         data = MAGIC + hashlib.blake2b(body, digest_size=_DIGEST).hexdigest().encode() + b"\n" + body
-        path = self._path(kind, key)
+        if self._queue is None:
+            self._queue = queue.SimpleQueue()
+            self._writer = threading.Thread(target=self._write_queued, name="cache-writer", daemon=True)
+            self._writer.start()
+        self._queue.put((self._path(kind, key), data))
+
+    def flush(self) -> None:
+        """Wait until every entry put so far is written (or counted as not writable)."""
+        if self._writer is not None:
+            self._queue.put(None)
+            self._writer.join()
+            self._queue = self._writer = None
+
+    def _write_queued(self) -> None:
+        while (item := self._queue.get()) is not None:
+            self._write(*item)
+
+    def _write(self, path: Path, data: bytes) -> None:
         tmp = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

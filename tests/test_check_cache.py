@@ -311,6 +311,7 @@ def test_a_damaged_or_foreign_entry_is_ignored(tmp_path, damage):
         elif damage == "format":  # another format's header
             data = data.replace(verdict_cache.MAGIC, b"colocate-check-cache 0\n", 1)
         path.write_bytes(data)
+    store.flush()
     cached, said = _outcome(tree, cache)
     assert cached == _outcome(tree, None)[0]
     files = len(list(tree.rglob("*.yaml")))

@@ -1,6 +1,8 @@
 """Priority tiers: the PriorityClasses that let online pods preempt offline ones (docs/tiers.md)."""
 from __future__ import annotations
 
+import bisect
+
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
@@ -68,10 +70,23 @@ def inversions(classes: Sequence[TierClass]) -> list[tuple[TierClass, TierClass]
     """(upper, lower) pairs whose tiers are inverted: ``lower``'s role ranks below ``upper``'s
     but its value is not below. Lower classes in order of appearance, each once, against the
     first upper class it is not below."""
+    # Per rank: the classes ranked above it, in order, and the running minimum of their values;
+    # the first one at or below a value is found by bisection (a tree may hold thousands).
+    above: dict[int, tuple[list[TierClass], list[int]]] = {}
+    for rank in set(ROLE_RANK.values()):
+        uppers = [c for c in classes if ROLE_RANK.get(c.role, -1) > rank]
+        lowest, running = [], None
+        for c in uppers:
+            running = c.value if running is None else min(running, c.value)
+            lowest.append(-running)  # non-decreasing, as bisect needs
+        above[rank] = (uppers, lowest)
     out = []
     for lower in classes:
-        for upper in classes:
-            if ROLE_RANK.get(upper.role, -1) > ROLE_RANK.get(lower.role, -1) >= 0 and lower.value >= upper.value:
-                out.append((upper, lower))
-                break
+        rank = ROLE_RANK.get(lower.role, -1)
+        if rank < 0:
+            continue
+        uppers, lowest = above[rank]
+        i = bisect.bisect_left(lowest, -lower.value)
+        if i < len(uppers):
+            out.append((uppers[i], lower))
     return out

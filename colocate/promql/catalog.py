@@ -13,11 +13,11 @@ from typing import Any, Iterator, Mapping
 
 import yaml
 
+from colocate import goyaml
 from colocate.errors import InputError
 from colocate.resources import data_path
 
 CATALOG_PATH = data_path("colocate.policies", "metrics", "catalog.yaml")
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 #: Which scrape job(s) an exporter's series come from (the keys of the catalog's target_labels).
 _EXPORTER_JOBS = {"kubelet-cadvisor": ("kubelet",), "kubelet": ("kubelet",)}
@@ -187,7 +187,8 @@ def catalog_document(path: Path = CATALOG_PATH) -> dict[str, Any]:
     """The metric catalog file as data, read once per process (the checker and the DCGM
     exporter's field list both read it here)."""
     try:
-        return yaml.load(path.read_text(), Loader=_Loader)  # C loader: 10x faster on 3,500 lines
+        # Nodes composed by libyaml and turned into values directly: 3x faster than constructing.
+        return goyaml.load_plain(path.read_text(), str(path))
     except (OSError, yaml.YAMLError) as exc:
         raise InputError(str(path), "", f"cannot read the metric catalog: {exc}") from None
 
