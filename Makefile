@@ -16,13 +16,14 @@ PY := $(ROOT)/.venv/bin/python
 # Extra arguments, e.g. `make test ARGS='-k policies -x'`.
 ARGS ?=
 
-.PHONY: help bootstrap synth test test-fast check simulate cdk8s-synth bench render-tools vendor-verify
+.PHONY: help bootstrap synth lint test test-fast check simulate cdk8s-synth bench render-tools vendor-verify
 
 help:
 	@echo 'make bootstrap    install .venv, node_modules, bin/ (kubeconform, actionlint, amtool, alertmanager), promtool/prometheus'
 	@echo 'make synth        regenerate dist/ (colocate synth); installs only .venv and Node for jsii'
-	@echo 'make test         run the test suite (pytest)'
-	@echo 'make test-fast    the suite without the simulation (-m "not simulate"): no component build, no cluster'
+	@echo 'make lint         the layer contract (lint-imports, pyproject [tool.importlinter]) and ruff check'
+	@echo 'make test         lint, then the test suite (pytest)'
+	@echo 'make test-fast    lint, then the suite without the simulation (-m "not simulate"): no component build, no cluster'
 	@echo 'make check        policy + schema checks on dist/'
 	@echo 'make simulate     sync dist/ into the real Kubernetes components on loopback (ARGS=--scenario peak)'
 	@echo 'make cdk8s-synth  synth through the cdk8s CLI (cdk8s.yaml)'
@@ -39,16 +40,23 @@ synth:
 	@$(ROOT)/scripts/bootstrap synth
 	$(ROOT)/.venv/bin/colocate synth $(ARGS)
 
+# The dependency rule between the packages (docs/architecture.md "Layers") and ruff, both configured
+# in pyproject.toml; seconds, so make test and test-fast run them first. From the root: lint-imports
+# reads pyproject.toml and imports tools/layers_contracts.py from the working folder.
+lint: bootstrap
+	cd $(ROOT) && $(ROOT)/.venv/bin/lint-imports
+	cd $(ROOT) && $(ROOT)/.venv/bin/ruff check .
+
 # The simulation's components (Kubernetes, etcd, kwok, training-operator) and the renderers (helm,
 # kustomize) are built before the tests: minutes cold, a stamp check warm. `make synth` never waits
 # for them.
-test: bootstrap
+test: bootstrap lint
 	$(PY) -m colocate.render_toolchain
 	$(PY) -m colocate.simulate.toolchain
 	$(PY) -m pytest $(ARGS)
 
 # The edit loop: every test but the simulation's, so nothing waits for its components.
-test-fast: bootstrap
+test-fast: bootstrap lint
 	$(PY) -m colocate.render_toolchain
 	$(PY) -m pytest -m 'not simulate' $(ARGS)
 

@@ -37,7 +37,7 @@ class ApplicationsChart(ColocateChart):
 
 
 class BootstrapChart(ColocateChart):
-    """``dist/bootstrap/``: the root Application, applied once by hand (README)."""
+    """``dist/bootstrap/``: the root Application, applied once by hand (docs/dist.md)."""
 
     def __init__(self, scope: Construct, config: Config, applications: ApplicationsChart):
         super().__init__(scope, "bootstrap", folder="bootstrap")

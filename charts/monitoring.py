@@ -17,10 +17,10 @@ from colocate.config import Config
 from colocate.charts._base import AppSpec, ColocateChart
 from colocate.constructs import dcgm_exporter as dcgm, kube_prometheus_stack as kps
 from colocate.constructs.argocd_application import helm_chart
-from colocate.constructs.mixin import tfjob_state
+from colocate.mixin import tfjob_state
 from colocate.constructs.colocation_mixin import ColocationMixin
-from colocate.constructs.mixin.config import MixinConfig
-from colocate.constructs.mixin.routing import ReceiverSecret
+from colocate.mixin.config import MixinConfig
+from colocate.mixin.routing import ReceiverSecret
 from colocate.constructs.node_pool import NodePool
 from colocate.model.names import KPS_CHART
 
@@ -54,7 +54,7 @@ def stack(cluster: Cluster, config: Config, pools: dict[str, NodePool]) -> kps.K
         # Its DaemonSet alerts fire on the pre-pull DaemonSet whenever training fills a node;
         # the mixin's ColocateDaemonSet* are the same alerts minus its namespace.
         disabled_default_rules=("KubePodNotReady", *(name for name, _ in mixin_config.daemonset_alerts)),
-        # Routed by the severities the mixin's alerts carry (constructs/mixin/routing.py).
+        # Routed by the severities the mixin's alerts carry (colocate/mixin/routing.py).
         alertmanager_config=ColocationMixin(mixin_config).alertmanager_config(receivers),
         alertmanager_secrets=(s.name,),
     ))

@@ -8,6 +8,7 @@ from constructs import Construct
 from colocate.charts._base import ColocateChart
 from colocate.config import Config
 from colocate.errors import InputError, PropError
+from colocate.layout import pool_folder
 from colocate.constructs.containerd_config import ContainerdConfig, ContainerdConfigProps
 from colocate.constructs.node_pool import GPU_UDEV_RULE, GPU_UDEV_RULE_FILE, NodePool
 from colocate.model.pools import PAUSE_IMAGE, NodePoolProps
@@ -19,7 +20,7 @@ class NodePoolChart(ColocateChart):
 
     def __init__(self, scope: Construct, props: NodePoolProps):
         # kubelet/kubeadm files are not API objects: no metadata, so no labels.
-        super().__init__(scope, f"nodes-{props.name}", folder=f"nodes/{props.name}", labels=False)
+        super().__init__(scope, f"nodes-{props.name}", folder=pool_folder(props.name), labels=False)
         self.pool = NodePool(self, "pool", props)
         if props.gpus:
             self.extra_files[GPU_UDEV_RULE_FILE] = GPU_UDEV_RULE

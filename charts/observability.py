@@ -6,7 +6,7 @@ from constructs import Construct
 from colocate.model.cluster import Cluster
 from colocate.charts._base import ColocateChart
 from colocate.constructs.colocation_mixin import ColocationMixin
-from colocate.constructs.mixin.config import MixinConfig
+from colocate.mixin.config import MixinConfig
 from colocate.constructs.grafana_dashboard import GrafanaDashboard, GrafanaDashboardProps
 from colocate.constructs.prometheus_rule import PrometheusRule, PrometheusRuleProps
 

@@ -158,7 +158,9 @@ def _stdin_as_file(paths: list[Path]):
 def _renamed(result, old: str, new: str):
     from dataclasses import replace
 
-    rename = lambda f: replace(f, file=new) if f.file == old else f
+    def rename(f):
+        return replace(f, file=new) if f.file == old else f
+
     return replace(result, findings=[rename(f) for f in result.findings],
                    suppressed=[(rename(f), why) for f, why in result.suppressed])
 
@@ -261,7 +263,7 @@ def _renders_helm(app: dict) -> bool:
 
 def _report(args: argparse.Namespace) -> int:
     from colocate import config as config_mod, headline, headline_formats
-    from colocate.constructs.mixin.config import MixinConfig
+    from colocate.mixin.config import MixinConfig
     from colocate.model.cluster import reference
     from colocate.prometheus_api import Prometheus
 

@@ -396,7 +396,7 @@ def default_path() -> Path:
 def _served(version: str, file: str) -> None:
     """kubernetesVersion must be one the schemas check and synth validate against know (the PyPI
     package kubernetes-validate ships one folder per version), else it fails only in check."""
-    from colocate.schemagen.crd import kubernetes_validate_dir
+    from colocate.schema_cache import kubernetes_validate_dir
 
     folder = kubernetes_validate_dir()
     if folder.is_dir() and not (folder / f"v{version}-local-strict").is_dir():

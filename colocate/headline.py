@@ -8,11 +8,11 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable, Optional
+from typing import Optional
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from colocate.constructs.mixin import slo
-from colocate.constructs.mixin.config import MixinConfig, eq, sel
+from colocate.mixin import slo
+from colocate.mixin.config import MixinConfig, eq, sel
 from colocate.errors import ColocateError
 from colocate.prometheus_api import Prometheus, Series
 
@@ -125,7 +125,9 @@ def integrate(samples: list[tuple[float, float]], step: int) -> float:
 def build(prom: Prometheus, config: MixinConfig, *, start: float, end: float, step: int, night: Night) -> Headline:
     guard = slo.LatencyGuard(config)
     out = Headline(prom.url, start, end, step, night)
-    query: Callable[[str], list[Series]] = lambda q: prom.range(q, start, end, step)
+    def query(q: str) -> list[Series]:
+        return prom.range(q, start, end, step)
+
     for resource, what, record, matchers in UTILISATION:
         series = query(f"sum by (pool) ({sel(record, *matchers)})")
         if not series:

@@ -2,7 +2,7 @@
 
 Schemas come from two places:
 - Kubernetes' own kinds from the PyPI package kubernetes-validate, through a local copy that
-  kubeconform can load offline (crdschema.prepare_core_schemas says why).
+  kubeconform can load offline (schema_cache.prepare_core_schemas says why).
 - Every other kind we emit from ``policies/schemas/<group>/<kind>_<version>.json``.
 """
 from __future__ import annotations
@@ -17,9 +17,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from colocate import ROOT
+from colocate import ROOT, schema_cache
 from colocate.errors import ColocateError
-from colocate.schemagen import crd as crdschema
 from colocate.resources import cache_dir, data_path
 
 CACHE = cache_dir() / "kubeconform"
@@ -53,11 +52,11 @@ def binary() -> str:
 def schema_locations(kubernetes_version: str) -> list[str]:
     """Our schemas first, then a kubeconform-ready copy of kubernetes-validate's (cached)."""
     try:
-        core = crdschema.prepare_core_schemas(CACHE / "kubernetes-validate", kubernetes_version)
+        core = schema_cache.prepare_core_schemas(CACHE / "kubernetes-validate", kubernetes_version)
     except FileNotFoundError as exc:
         raise ToolMissing(str(exc)) from None
-    ours = data_path("colocate.policies", "schemas") / crdschema.CRD_SCHEMA_LOCATION.removeprefix("policies/schemas/")
-    return [str(ours), crdschema.CORE_SCHEMA_LOCATION.format(root=core)]
+    ours = data_path("colocate.policies", "schemas") / schema_cache.CRD_SCHEMA_LOCATION.removeprefix("policies/schemas/")
+    return [str(ours), schema_cache.CORE_SCHEMA_LOCATION.format(root=core)]
 
 
 #: Bytes of file names per kubeconform run: well under Linux's 2 MiB ARG_MAX (which the

@@ -19,6 +19,7 @@ import yaml
 from colocate import goyaml
 from colocate.errors import InputError
 from colocate.model.names import tf_role
+from colocate.model.objects import ObjectView
 
 #: Files colocate writes for tools other than the API server: no metadata, never applied.
 NON_API_KINDS = frozenset({
@@ -32,37 +33,6 @@ CLUSTER_SCOPED_KINDS = frozenset({
     "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "VolumeAttachment",
     "CertificateSigningRequest", "FlowSchema", "PriorityLevelConfiguration",
 })
-
-
-class ObjectView:
-    """Read-only accessors over a manifest dict held in ``self.obj``."""
-
-    obj: dict[str, Any]
-
-    @property
-    def kind(self) -> str:
-        return self.obj["kind"]
-
-    @property
-    def api_version(self) -> str:
-        return self.obj["apiVersion"]
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0]
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        meta = self.obj.get("metadata")
-        return meta if isinstance(meta, dict) else {}
-
-    @property
-    def name(self) -> str:
-        return str(self.metadata.get("name", ""))
-
-    @property
-    def namespace(self) -> str:
-        return str(self.metadata.get("namespace", ""))
 
 
 class _Stored:
@@ -492,14 +462,6 @@ def pod_specs(doc: Doc) -> Iterator[PodSpec]:
     if isinstance(spec, dict):
         labels = _get(doc.obj, ("metadata", "labels")) if doc.kind == "Pod" else _get(doc.obj, keys[:-1] + ("metadata", "labels"))
         yield PodSpec(doc, ".".join(keys), spec, labels or {})
-
-
-def containers(pod: PodSpec) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(field path, container) for init containers and containers."""
-    for key in ("initContainers", "containers"):
-        for i, container in enumerate(pod.spec.get(key) or []):
-            if isinstance(container, dict):
-                yield f"{pod.path}.{key}[{i}]", container
 
 
 class _LineLoader(goyaml.BaseLoader):  # type: ignore[valid-type,misc]

@@ -18,10 +18,9 @@ from typing import Any, Callable, Iterable, Mapping
 import yaml
 
 from colocate.errors import InputError
-from colocate.manifests import ObjectView
+from colocate.layout import INDEX_API_VERSION, INDEX_FILE, object_filename
+from colocate.model.objects import ObjectView
 
-INDEX_FILE = "index.yaml"
-INDEX_API_VERSION = "colocate.io/v1alpha1"
 _TOP_ORDER = ("apiVersion", "kind", "metadata")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -35,10 +34,8 @@ class Manifest(ObjectView):
 
     @property
     def filename(self) -> str:
-        """``deployment.online.recsys-inference.yaml``; namespaces never contain dots, so the
-        name is unambiguous. Objects without metadata are named by kind alone."""
-        parts = [self.kind.lower(), self.namespace, self.name]
-        return ".".join(p for p in parts if p) + ".yaml"
+        """``deployment.online.recsys-inference.yaml`` (colocate.layout.object_filename)."""
+        return object_filename(self.kind, self.namespace, self.name)
 
     @property
     def path(self) -> str:

@@ -1,6 +1,6 @@
 """The colocation mixin: alerts, recording rules and dashboards from ONE object.
 
-Like kubernetes-mixin: ``constructs/mixin/config.py`` configures every job selector, label name,
+Like kubernetes-mixin: ``colocate/mixin/config.py`` configures every job selector, label name,
 threshold and namespace once (``MixinConfig``); ``rules.py``, ``alerts.py`` and
 ``dashboards.py`` and ``routing.py`` build from it; this class sums them. Consumers read
 ``alerts``, ``recording_rules``, ``rule_groups``, ``dashboards``, ``dcgm_fields()`` and
@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from colocate.constructs.grafana_dashboard import dashboard_json
-from colocate.constructs.mixin.alerts import Alerts
-from colocate.constructs.mixin.config import PARSE_VALUES, MixinConfig, metric_names
-from colocate.constructs.mixin.dashboards import Dashboards
-from colocate.constructs.mixin.routing import Routing
-from colocate.constructs.mixin.rules import RecordingRules
+from colocate.mixin.alerts import Alerts
+from colocate.mixin.config import PARSE_VALUES, MixinConfig, metric_names
+from colocate.mixin.dashboards import Dashboards
+from colocate.mixin.routing import Routing
+from colocate.mixin.rules import RecordingRules
 from colocate.grafana import expand_variables, panel_queries
 
 

@@ -11,8 +11,11 @@ from typing import Any, Mapping, Sequence
 
 from colocate import quantity
 from colocate.model.validate import check_dns_label, check_labels, check_required_labels
-from colocate.model.names import CLUSTER_CRITICAL, DASHBOARD_SIDECAR_LABEL, DASHBOARD_SIDECAR_LABEL_VALUE, JOB_NAME_LABEL, NAME_LABEL, NODE_CRITICAL, POOL_LABEL, REPLICA_TYPE_LABEL, kps_fullname
+from colocate.model.names import (CLUSTER_CRITICAL, DASHBOARD_SIDECAR_LABEL, DASHBOARD_SIDECAR_LABEL_VALUE, JOB_NAME_LABEL, NAME_LABEL,
+                                  NODE_CRITICAL, POOL_LABEL, REPLICA_TYPE_LABEL, kps_fullname)
 from colocate.model.pools import Taint
+# The chart's monitor selection, which the checker reads too.
+from colocate.model.prometheus_stack import MONITOR_KINDS, monitor_selectors, rendered_selector  # noqa: F401 (re-exported)
 from colocate.errors import PropError
 
 CHART_VERSION = "55.5.1"
@@ -41,8 +44,6 @@ CHART_IMAGES = (
 #: scripts/bootstrap builds amtool at the same version to check our config.
 ALERTMANAGER_VERSION = "v0.26.0"
 _PROMETHEUS_PORT = 9090
-#: The three monitor kinds Prometheus selects, by the prefix of their prometheusSpec keys.
-MONITOR_KINDS = {"ServiceMonitor": "serviceMonitor", "PodMonitor": "podMonitor", "PrometheusRule": "rule"}
 #: Pod labels kube-state-metrics exports on kube_pod_labels: dashboards group by TFJob, and the
 #: latency guard finds an online service's pods (and so its nodes) by name.
 POD_LABELS = (JOB_NAME_LABEL, REPLICA_TYPE_LABEL, NAME_LABEL)
@@ -76,30 +77,6 @@ def retention_size(storage_size: str) -> str:
 def prometheus_url(release: str, namespace: str) -> str:
     """The URL the chart's Grafana datasource points at (templates/grafana/configmaps-datasources.yaml)."""
     return f"http://{kps_fullname(release)}-prometheus.{namespace}:{_PROMETHEUS_PORT}/"
-
-
-def monitor_selectors(labels: Mapping[str, str]) -> dict[str, Any]:
-    """prometheusSpec keys that make Prometheus pick up every ServiceMonitor, PodMonitor and
-    PrometheusRule carrying ``labels``, in any namespace (``{}`` namespace selector = all)."""
-    out: dict[str, Any] = {}
-    for prefix in MONITOR_KINDS.values():
-        out[f"{prefix}Selector"] = {"matchLabels": dict(labels)}
-        out[f"{prefix}NamespaceSelector"] = {}
-    return out
-
-
-def rendered_selector(prometheus_spec: Mapping[str, Any], kind: str, release: str) -> tuple[dict, dict | None]:
-    """(label selector, namespace selector) the chart renders into the Prometheus object for
-    ``kind``, from ``prometheus.prometheusSpec`` values (templates/prometheus/prometheus.yaml):
-    an explicit selector wins; else ``*SelectorNilUsesHelmValues`` (default true) gives
-    ``release: <release>``; else ``{}``. A namespace selector of None means the Prometheus'
-    own namespace only; ``{}`` means every namespace (the chart's default)."""
-    prefix = MONITOR_KINDS[kind]
-    selector = prometheus_spec.get(f"{prefix}Selector")
-    if not selector:
-        nil_uses_helm = prometheus_spec.get(f"{prefix}SelectorNilUsesHelmValues", True)
-        selector = {"matchLabels": {"release": release}} if nil_uses_helm else {}
-    return dict(selector), prometheus_spec.get(f"{prefix}NamespaceSelector", {})
 
 
 @dataclass(frozen=True)

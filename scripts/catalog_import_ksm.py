@@ -50,7 +50,7 @@ def entry(row: dict, source: str, tag: str) -> dict:
     name = row["metric name"]
     labels = sorted(set(_LABEL.findall(html.unescape(row.get("labels/tags", "")))))
     # label_<KEY> / annotation_<KEY> placeholders are the dynamic ones, not real names
-    fixed = [l for l in labels if not re.match(r"^(label|annotation)_[A-Z_]+$", l)]
+    fixed = [name for name in labels if not re.match(r"^(label|annotation)_[A-Z_]+$", name)]
     out: dict = {"exporter": "kube-state-metrics", "labels": fixed,
                  "source": f"kubernetes/kube-state-metrics {source}@{tag}", "type": row["metric type"].lower()}
     if name.endswith("_labels"):

@@ -25,11 +25,9 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import io
-import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 from pathlib import Path
 
 import yaml
@@ -107,7 +105,7 @@ def write_tree(target: Path, files: dict[str, tuple[bytes, bool]], keep: list[Pa
         if any((target / rel) == k or k in (target / rel).parents for k in keep):
             raise SystemExit(f"vendor_refresh: upstream file {rel} lies inside the nested tree {keep}")
     if target.exists():
-        for rel, file in vendored.tree_files(target, keep):
+        for _rel, file in vendored.tree_files(target, keep):
             file.unlink()
         for d in sorted((p for p in target.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
             if not any(d.iterdir()):

@@ -25,8 +25,8 @@ import yaml
 from colocate import ROOT, config as config_mod
 from colocate.constructs import kube_prometheus_stack as kps
 from colocate.constructs.colocation_mixin import ColocationMixin
-from colocate.constructs.mixin.config import MixinConfig
-from colocate.constructs.mixin.routing import CHAT, HEARTBEAT, NULL, PAGER, SECRETS_DIR, ReceiverSecret
+from colocate.mixin.config import MixinConfig
+from colocate.mixin.routing import CHAT, HEARTBEAT, NULL, PAGER, SECRETS_DIR, ReceiverSecret
 from colocate.errors import InputError, PropError
 from colocate.model import cluster as cluster_mod
 from colocate.model.names import CRITICAL, INFO, SEVERITIES, WARNING

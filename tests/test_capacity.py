@@ -93,7 +93,7 @@ def test_capacity_text_is_a_table_per_pool_and_resource():
     assert lines[0].split() == ["pool", "resource", "background", "offline", "online", "platform", "requested",
                                 "allocatable", "used"]
     assert len(lines) == 1 + 3 * len(reference(config_mod.load()).pools)
-    mixed_gpu = next(l.split() for l in lines if l.startswith("mixed") and "nvidia.com/gpu" in l)
+    mixed_gpu = next(row.split() for row in lines if row.startswith("mixed") and "nvidia.com/gpu" in row)
     # 4 recsys-train Workers + the tf-mnist-dist Chief and 3 Workers (all-reduce: one GPU each) of the 6x2 GPUs
     assert mixed_gpu[-3:] == ["8", "12", "67%"]
     assert quotas.splitlines()[0].split() == ["quota", "resource", "used", "hard", "share"]

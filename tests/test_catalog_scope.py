@@ -21,7 +21,8 @@ def _rule(tmp_path, expr: str):
 
 @pytest.mark.parametrize("expr", [
     # kube-state-metrics 2.10.1 families the catalog used to lack
-    'kube_horizontalpodautoscaler_status_desired_replicas{job="kube-state-metrics"} != kube_horizontalpodautoscaler_status_current_replicas{job="kube-state-metrics"}',
+    'kube_horizontalpodautoscaler_status_desired_replicas{job="kube-state-metrics"}'
+    ' != kube_horizontalpodautoscaler_status_current_replicas{job="kube-state-metrics"}',
     'kube_horizontalpodautoscaler_spec_max_replicas{job="kube-state-metrics"} > 0',
     'kube_statefulset_status_replicas_ready{job="kube-state-metrics"} != kube_statefulset_replicas{job="kube-state-metrics"}',
     'kube_statefulset_status_current_revision{job="kube-state-metrics"} > 0',
@@ -41,7 +42,8 @@ def test_names_the_pinned_exporters_expose_pass(tmp_path, expr):
     'sum by (code) (rate(apiserver_request_total{job="apiserver", verb=~"LIST|GET"}[5m])) > 0',
     'histogram_quantile(0.99, sum by (le, resource) (rate(apiserver_request_sli_duration_seconds_bucket{job="apiserver"}[5m]))) > 1',
     'sum by (name, reason) (rate(aggregator_unavailable_apiservice_total{job="apiserver"}[10m])) > 4',
-    'sum by (controller, namespace) (rate(prometheus_operator_reconcile_errors_total[5m])) / sum by (controller, namespace) (rate(prometheus_operator_reconcile_operations_total[5m])) > 0.1',
+    'sum by (controller, namespace) (rate(prometheus_operator_reconcile_errors_total[5m]))'
+    ' / sum by (controller, namespace) (rate(prometheus_operator_reconcile_operations_total[5m])) > 0.1',
     'min by (controller, namespace) (max_over_time(prometheus_operator_ready[5m]) == 0)',
     'sum(rate(apiserver_request_terminations_total{job="apiserver"}[10m])) > 0',
     'histogram_quantile(0.99, sum by (le) (rate(scheduler_scheduling_attempt_duration_seconds_bucket{job="kube-scheduler"}[5m]))) > 1',

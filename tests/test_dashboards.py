@@ -10,7 +10,7 @@ import yaml
 from colocate import config as config_mod
 from colocate.model import cluster as cluster_mod
 from colocate.constructs.colocation_mixin import ColocationMixin, dcgm_fields
-from colocate.constructs.mixin.config import PARSE_VALUES, MixinConfig, metric_names, sanitize_label
+from colocate.mixin.config import PARSE_VALUES, MixinConfig, metric_names, sanitize_label
 from colocate.model.names import POOL_LABEL
 from colocate.constructs.grafana_dashboard import from_configmap
 from colocate.grafana import expand_variables, panel_queries, panels
@@ -65,7 +65,7 @@ def test_uids_are_stable_and_datasource_is_a_variable(rendered):
 
 def test_every_query_parses_with_variables_expanded(rendered):
     for board in shipped_dashboards(rendered).values():
-        for title, expr in panel_queries(board):
+        for _title, expr in panel_queries(board):
             promql_parser.parse(expand_variables(expr, {**PARSE_VALUES, "pool": "mixed", "node": ".*"}))
 
 

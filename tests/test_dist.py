@@ -71,7 +71,7 @@ def test_check_names_an_offline_deployment_without_priority(tmp_path):
     }))
     proc = colocate("check", str(copy))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    line = next(l.strip() for l in proc.stdout.splitlines() if "COL004" in l)
+    line = next(text.strip() for text in proc.stdout.splitlines() if "COL004" in text)
     assert line.startswith("ERROR COL004 ") and "training-extra.yaml:1 Deployment/training/adhoc-trainer" in line
     assert "spec.template.spec.priorityClassName" in line and "offline-batch" in line
     data = json.loads(colocate("check", str(copy), "--format", "json").stdout)

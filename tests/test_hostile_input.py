@@ -453,9 +453,11 @@ def test_two_writers_at_once_both_finish_and_leave_one_whole_tree(tmp_path):
     from colocate import render
 
     out = tmp_path / "dist"
-    for round_ in range(2):
-        start = lambda who, count: subprocess.Popen([sys.executable, "-c", _WRITER, str(out), who, str(count)],
-                                                    cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    def start(who: str, count: int) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", _WRITER, str(out), who, str(count)],
+                                cwd=ROOT, stderr=subprocess.PIPE, text=True)
+
+    for _round in range(2):
         # A big tree, whose staging folder lives for seconds; then a small one.
         procs = [start("first", 20000)]
         # The second starts while the first writes its staging folder (dist.tmp-*).
@@ -740,7 +742,7 @@ def test_capacity_marks_over_commitment_exits_1_and_names_what_it_does_not_count
     quota = dist / "apps/platform/resourcequota.training.training-quota.yaml"
     quota.write_text(quota.read_text().replace("persistentvolumeclaims: '100'", "persistentvolumeclaims: '1'"))
     proc = ran(colocate("capacity", "dist", cwd=tmp_path), 1)
-    line = next(l for l in proc.stdout.splitlines() if "persistentvolumeclaims" in l)
+    line = next(text for text in proc.stdout.splitlines() if "persistentvolumeclaims" in text)
     assert line.rstrip().endswith("300% OVER"), line
 
 

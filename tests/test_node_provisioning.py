@@ -67,7 +67,7 @@ def test_gpu_pools_and_only_they_carry_the_dev_char_udev_rule(pool):
     rule = NODES / pool / GPU_UDEV_RULE_FILE
     assert rule.is_file() == has_gpus
     if has_gpus:
-        line = next(l for l in rule.read_text().splitlines() if l and not l.startswith("#"))
+        line = next(text for text in rule.read_text().splitlines() if text and not text.startswith("#"))
         assert line == ('ACTION=="add", DEVPATH=="/bus/pci/drivers/nvidia", '
                         'RUN+="/usr/bin/nvidia-ctk system create-dev-char-symlinks --create-all"')
         docs = (ROOT / "docs" / "node-pools.md").read_text()

@@ -22,7 +22,7 @@ from typing import Iterator
 import pytest
 import yaml
 
-from colocate.constructs.mixin.config import PARSE_VALUES
+from colocate.mixin.config import PARSE_VALUES
 from colocate.grafana import expand_variables, panel_queries
 from tests.fixtures.series import generate
 from tests.test_alerts import shipped_rule_files
@@ -179,7 +179,7 @@ def test_report_prints_the_fixtures_utilisation_p99_and_gpu_hours(prometheus_url
     for pool, _role, _ip, cpu, *_rest in generate.NODES.values():
         alloc[pool] = alloc.get(pool, 0) + cpu - 0.5
     used = {}
-    for ns, pod, node, *_r, cpu_used in generate.PODS:
+    for _ns, _pod, node, *_r, cpu_used in generate.PODS:
         if node:
             pool = generate.NODES[node][0]
             used[pool] = used.get(pool, 0) + cpu_used

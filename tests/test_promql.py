@@ -292,7 +292,7 @@ def test_cli_rejects_a_removed_kube_state_metrics_name_and_suggests_the_v2_name(
     path.write_text(yaml.safe_dump(rule))
     proc = colocate("check", str(path))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    line = next(l.strip() for l in proc.stdout.splitlines() if l.strip().startswith("ERROR COL200 "))
+    line = next(text.strip() for text in proc.stdout.splitlines() if text.strip().startswith("ERROR COL200 "))
     assert "PrometheusRule/monitoring/seed-alerts: spec.groups[0].rules[0].expr (line " in line
     assert 'alert "TrainingCPURequestsHigh"' in line
     assert 'use kube_pod_container_resource_requests{resource="cpu",unit="core"}' in line
@@ -303,7 +303,7 @@ def test_cli_names_the_rule_and_the_panel_of_a_syntax_error():
     proc = colocate("check", str(FIXTURES / "COL200" / "fail.syntax-rule.yaml"),
                     str(FIXTURES / "COL200" / "fail.syntax-panel.yaml"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    errors = [l.strip() for l in proc.stdout.splitlines() if l.strip().startswith("ERROR COL200 ")]
-    assert any('alert "NodeCPUHigh": syntax error: unclosed left parenthesis' in l for l in errors)
-    assert any('data.broken.json panels[0] "GPU utilisation" targets[A].expr' in l
-               and 'panel "GPU utilisation" query A: syntax error' in l for l in errors)
+    errors = [text.strip() for text in proc.stdout.splitlines() if text.strip().startswith("ERROR COL200 ")]
+    assert any('alert "NodeCPUHigh": syntax error: unclosed left parenthesis' in e for e in errors)
+    assert any('data.broken.json panels[0] "GPU utilisation" targets[A].expr' in e
+               and 'panel "GPU utilisation" query A: syntax error' in e for e in errors)

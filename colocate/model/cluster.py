@@ -6,15 +6,20 @@ changes the cluster here, in Python; per-environment values come from colocate.y
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from colocate.errors import PropError
 from colocate.model.pools import KubeletReservations, NodePoolProps, Taint
 from colocate.model.slo import LatencySlo
 from colocate.model.tiers import PriorityTier
 
-if TYPE_CHECKING:  # an annotation only: a check answered from its cache imports no colocate.config
-    from colocate.config import Config
+
+class Settings(Protocol):
+    """What the reference cluster takes from colocate.yaml (colocate.config.Config has it): the
+    model sits below the configuration and does not import it."""
+
+    @property
+    def registry_host(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -113,7 +118,7 @@ class Cluster:
         raise PropError("Cluster", "tiers", f"no tier has role {role!r}")
 
 
-def reference(config: Config) -> Cluster:
+def reference(config: Settings) -> Cluster:
     """The reference cluster: 4 online, 6 mixed and 2 monitoring nodes on Kubernetes 1.28."""
     pools = (
         NodePoolProps(

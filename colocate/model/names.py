@@ -137,7 +137,7 @@ TFJOB_MIN_GRACE_SECONDS = 30
 #: every pod, so a failed job's survivors do not keep their GPUs (training-operator v1.7.0 defaults to None).
 TFJOB_CLEAN_POD_POLICY = "All"
 
-# --- TFJob state from kube-state-metrics (custom-resource-state, constructs/mixin/tfjob_state.py)
+# --- TFJob state from kube-state-metrics (custom-resource-state, colocate/mixin/tfjob_state.py)
 #: One series per TFJob condition: 1 when its status is "True", 0 when "False". kube-state-metrics
 #: names it ``<metricNamePrefix>_<name>`` (pkg/customresourcestate/registry_factory.go fullName, v2.10.1).
 TFJOB_METRIC_PREFIX, TFJOB_CONDITION_METRIC_NAME = "kube_tfjob", "status_condition"
@@ -158,7 +158,7 @@ TRAINING_OPERATOR_JOB = "training-operator"
 DCGM_EXPORTER_JOB = "dcgm-exporter"
 
 # --- Alert severities (the ``severity`` label) -------------------------------------------------
-#: Most urgent first. Alertmanager routes by them (constructs/mixin/routing.py): critical pages,
+#: Most urgent first. Alertmanager routes by them (colocate/mixin/routing.py): critical pages,
 #: warning goes to chat, info is only visible in Alertmanager; each one inhibits the ones after it.
 CRITICAL, WARNING, INFO = "critical", "warning", "info"
 SEVERITIES = (CRITICAL, WARNING, INFO)

@@ -1,5 +1,5 @@
 """What a scheduler decision needs to know about a node pool, as the checker reads it: from the
-``NodePool`` descriptions synth writes to ``dist/nodes/<pool>/nodepool.yaml`` (or any file of
+``NodePool`` descriptions synth writes to ``dist/nodes/<pool>/nodepool.<pool>.yaml`` (or any file of
 them given with ``--cluster``), never from the generator. Plain data, no cdk8s."""
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from colocate import quantity
 from colocate.errors import InputError
+from colocate.layout import nodepool_path
 from colocate.model.names import GPU, KUBELET_NODE_LABELS
 from colocate.model.pools import NodePoolProps, Resources, Taint
 from colocate.model.scheduling import node_selected
@@ -93,7 +94,7 @@ def from_documents(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[PoolF
                 static_cpu=spec.get("cpuManagerPolicy") == "static"))
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(file, f"NodePool/{name}", f"not a NodePool description ({exc}); synth writes them to "
-                             "dist/nodes/<pool>/nodepool.yaml") from None
+                             f"dist/{nodepool_path('<pool>')}") from None
     names = [p.name for p in out]
     if len(set(names)) != len(names):
         raise InputError(", ".join(sorted({f for f, _ in docs})), "", f"a NodePool is described twice: {names}")

@@ -21,7 +21,7 @@ from colocate.model.validate import check_dns_label, check_labels
 #: target ``kubeletconfiguration``, patch type ``strategic`` (docs/node-pools.md).
 PATCHES_DIR = "/etc/kubernetes/patches"
 KUBELET_PATCH_FILE = "kubeletconfiguration+strategic.yaml"
-#: The upgrade command that re-applies them (README and docs quote it; a test checks).
+#: The upgrade command that re-applies them (docs/node-pools.md quotes it; a test checks).
 UPGRADE_COMMAND = f"kubeadm upgrade node --patches {PATCHES_DIR}"
 
 #: The pod sandbox image kubeadm 1.28 expects (kubernetes/kubernetes v1.28.15

@@ -16,5 +16,5 @@ from colocate.promql.queries import Query, dashboard_documents, is_dashboard, is
 
 __all__ = ["VARIABLE", "is_placeholder", "substitute_variables", "variable_query", "CATALOG_PATH", "Catalog",
            "Metric", "Removed", "catalog", "catalog_document", "label_problems", "output_labels",
-           "recorded_metrics", "scraped_metrics", "Analysis", "Selector", "analyse", "matches_empty", "Query", "dashboard_documents", "is_dashboard", "is_provisioned",
-           "is_rule_object", "queries"]
+           "recorded_metrics", "scraped_metrics", "Analysis", "Selector", "analyse", "matches_empty", "Query",
+           "dashboard_documents", "is_dashboard", "is_provisioned", "is_rule_object", "queries"]

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 import promql_parser as pp
 
-from colocate.manifests import Doc
+from colocate.model.objects import ObjectView
 from colocate.promql.catalog import Metric, catalog, expand
 from colocate.model.names import SCRAPED_METRICS_ANNOTATION
 from colocate.promql.parse import analyse, matches_empty, selector_of
@@ -105,7 +105,7 @@ def output_labels(node: Any, known: Mapping[str, Metric]) -> frozenset[str] | No
     return None
 
 
-def recorded_metrics(docs: list[Doc]) -> dict[str, Metric]:
+def recorded_metrics(docs: list[ObjectView]) -> dict[str, Metric]:
     """The series that recording rules in ``docs`` create, with the labels they keep.
 
     A rule may read another rule's output, so the labels are resolved in a second pass
@@ -126,7 +126,7 @@ def recorded_metrics(docs: list[Doc]) -> dict[str, Metric]:
     return recorded
 
 
-def scraped_metrics(docs: list[Doc]) -> dict[str, Metric]:
+def scraped_metrics(docs: list[ObjectView]) -> dict[str, Metric]:
     """Application metrics that a ServiceMonitor or PodMonitor in ``docs`` declares it scrapes,
     in its ``colocate.io/metrics`` annotation: ``name:type`` pairs, comma-separated (type
     ``histogram`` and ``summary`` expand to their series). Their labels are the application's:
@@ -164,7 +164,7 @@ def label_problems(ast: Any, known: Mapping[str, Metric]) -> list[str]:
     def missing(labels: Any, have: frozenset[str] | None) -> list[str]:
         if have is None:
             return []
-        return [l for l in labels if l not in have and not is_placeholder(l) and l not in grouping]
+        return [label for label in labels if label not in have and not is_placeholder(label) and label not in grouping]
 
     def visit(node: Any) -> None:
         if isinstance(node, pp.VectorSelector):

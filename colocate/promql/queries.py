@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from colocate.grafana import substitute_variables, variable_query, walk_panels
-from colocate.manifests import Doc
+from colocate.model.objects import ObjectView
 from colocate.model.names import DASHBOARD_SIDECAR_LABEL, DASHBOARD_SIDECAR_LABEL_VALUE
 
 @dataclass(frozen=True)
 class Query:
     """One PromQL expression and where it lives."""
 
-    doc: Doc
+    doc: ObjectView
     #: Field path inside the object, e.g. ``spec.groups[0].rules[3].expr`` or
     #: ``data.colocation.json panels[4] "GPU utilisation" targets[A].expr``.
     field: str
@@ -27,7 +27,7 @@ class Query:
     expr: str
 
 
-def is_dashboard(doc: Doc) -> bool:
+def is_dashboard(doc: ObjectView) -> bool:
     """A ConfigMap holding Grafana dashboard JSON, labelled for the sidecar or not (an unlabelled
     one is still checked, and rule COL221 says Grafana will not load it)."""
     known = doc.__dict__.get("is_dashboard")  # asked by several rules and their declarations (Reads)
@@ -36,13 +36,13 @@ def is_dashboard(doc: Doc) -> bool:
     return known
 
 
-def is_provisioned(doc: Doc) -> bool:
+def is_provisioned(doc: ObjectView) -> bool:
     """Carries the label, with the value, that kube-prometheus-stack's Grafana sidecar selects
     dashboard ConfigMaps by (k8s-sidecar 1.25.2 src/resources.py: label_selector label=value)."""
     return str((doc.metadata.get("labels") or {}).get(DASHBOARD_SIDECAR_LABEL)) == DASHBOARD_SIDECAR_LABEL_VALUE
 
 
-def dashboard_documents(doc: Doc) -> Iterator[tuple[str, dict[str, Any]]]:
+def dashboard_documents(doc: ObjectView) -> Iterator[tuple[str, dict[str, Any]]]:
     """(data key, dashboard) for every ``*.json`` value of a ConfigMap that is a Grafana
     dashboard (a JSON object with panels or rows)."""
     data = doc.obj.get("data")
@@ -57,11 +57,11 @@ def dashboard_documents(doc: Doc) -> Iterator[tuple[str, dict[str, Any]]]:
             yield key, dashboard
 
 
-def is_rule_object(doc: Doc) -> bool:
+def is_rule_object(doc: ObjectView) -> bool:
     return doc.kind == "PrometheusRule" and doc.group == "monitoring.coreos.com"
 
 
-def rule_entries(doc: Doc) -> Iterator[tuple[str, dict[str, Any]]]:
+def rule_entries(doc: ObjectView) -> Iterator[tuple[str, dict[str, Any]]]:
     """(field path, rule) for every rule of a PrometheusRule."""
     spec = doc.obj.get("spec")
     groups = spec.get("groups") if isinstance(spec, dict) else None
@@ -72,7 +72,7 @@ def rule_entries(doc: Doc) -> Iterator[tuple[str, dict[str, Any]]]:
                 yield f"spec.groups[{g}].rules[{r}]", rule
 
 
-def _rule_queries(doc: Doc) -> Iterator[Query]:
+def _rule_queries(doc: ObjectView) -> Iterator[Query]:
     for path, rule in rule_entries(doc):
         expr = rule.get("expr")
         if expr is None:
@@ -87,7 +87,7 @@ def _prometheus(datasource: Any) -> bool:
     return not (isinstance(datasource, dict) and datasource.get("type") not in (None, "", "prometheus", "datasource"))
 
 
-def _dashboard_queries(doc: Doc) -> Iterator[Query]:
+def _dashboard_queries(doc: ObjectView) -> Iterator[Query]:
     for key, dashboard in dashboard_documents(doc):
         base = f"data.{key}"
         title = dashboard.get("title", key)
@@ -114,7 +114,7 @@ def _dashboard_queries(doc: Doc) -> Iterator[Query]:
                         f'dashboard "{title}" variable "{name}"', text, substitute_variables(variable_query(text)))
 
 
-def queries(docs: list[Doc]) -> Iterator[Query]:
+def queries(docs: list[ObjectView]) -> Iterator[Query]:
     """Every PromQL expression in the PrometheusRules and dashboard ConfigMaps among ``docs``."""
     for doc in docs:
         if is_rule_object(doc):

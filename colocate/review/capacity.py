@@ -24,13 +24,13 @@ from colocate import manifests, quantity
 from colocate.model.names import GPU, TIER_LABEL
 from colocate.model.pools import NodePoolProps, Resources
 from colocate.manifests import Doc, PodSpec
+from colocate.model.pods import ZERO, pod_resources, replicas
 from colocate.model.scheduling import pod_pools, preferred_pool
 
 #: Tier of pods whose PriorityClass and Namespace carry no tier label.
 DEFAULT_TIER = "platform"
 #: Row for pods not pinned to exactly one pool.
 UNPINNED = "(unpinned)"
-ZERO = Resources(0, 0, 0)
 
 
 #: Where pools come from: today the cluster model (colocate.model) of the current source.
@@ -43,56 +43,6 @@ def reference_pools(config_path: Path | None = None) -> tuple[NodePoolProps, ...
     from colocate.model.cluster import reference
 
     return reference(config_mod.load(config_path) if config_path else config_mod.load()).pools
-
-
-def _container(container: dict, which: str) -> Resources:
-    # A field of the wrong shape counts as absent here: kubeconform reports it (SCHEMA), and a
-    # rule that sums a namespace's pods must not stop on one malformed container.
-    resources = _mapping(_mapping(container).get("resources"))
-    values = dict(_mapping(resources.get("limits")))
-    if which == "requests":
-        values.update(_mapping(resources.get("requests")))
-    return Resources(quantity.millicores(values.get("cpu", 0)), quantity.to_bytes(values.get("memory", 0)),
-                     int(quantity.parse(values.get(GPU, 0))))
-
-
-def _mapping(value: object) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list:
-    return value if isinstance(value, list) else []
-
-
-def pod_resources(spec: dict, which: str = "requests") -> Resources:
-    """What one pod of this spec requests (what the scheduler reserves), or its limits."""
-    total = ZERO
-    for container in _list(spec.get("containers")):
-        total += _container(container, which)
-    for init in _list(spec.get("initContainers")):
-        r = _container(init, which)
-        total = Resources(max(total.cpu_milli, r.cpu_milli), max(total.memory_bytes, r.memory_bytes), max(total.gpus, r.gpus))
-    return total
-
-
-def replicas(pod: PodSpec, nodes: int) -> int:
-    """How many pods of this spec run at once; ``nodes``: how many nodes a DaemonSet covers. A
-    count that is not a whole number is the schema check's finding; here it counts as the default."""
-    doc = pod.doc
-    spec = doc.obj.get("spec") or {}
-    if doc.kind == "TFJob":
-        return _count((spec.get("tfReplicaSpecs") or {}).get(pod.replica_key, {}).get("replicas"), 1)
-    if doc.kind == "DaemonSet":
-        return nodes
-    if doc.kind == "Job":
-        return _count(spec.get("parallelism"), 1)
-    if doc.kind == "CronJob":
-        return 0
-    return _count(spec.get("replicas"), 1) if doc.kind != "Pod" else 1
-
-
-def _count(value, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
 
 @dataclass(frozen=True)

@@ -148,7 +148,7 @@ def tier_inversions(before: dict[Any, Entry], after: dict[Any, Entry]) -> dict[s
     """PriorityClass name -> the inversions of the tiers the change makes: a lower tier's class
     that now outranks (or ties) a higher tier's, so its pods preempt theirs. Both classes of a
     pair carry it: either may be the one the change raised or lowered."""
-    was = {(u.name, l.name) for u, l in inversions(_tier_classes(before))}
+    was = {(upper.name, lower.name) for upper, lower in inversions(_tier_classes(before))}
     out: dict[str, list[Danger]] = {}
     for upper, lower in inversions(_tier_classes(after)):
         if (upper.name, lower.name) not in was:

@@ -27,5 +27,7 @@ def findings(root: Path, config_path: Path | None) -> set[Finding]:
 
 def impact(base_root: Path, head_root: Path, config_path: Path | None) -> PolicyImpact:
     before, after = findings(base_root, config_path), findings(head_root, config_path)
-    order = (lambda f: (f.severity != "error", f.rule, f.file, f.field))
+    def order(f):
+        return (f.severity != "error", f.rule, f.file, f.field)
+
     return PolicyImpact(tuple(sorted(after - before, key=order)), tuple(sorted(before - after, key=order)))

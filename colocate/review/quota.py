@@ -15,7 +15,8 @@ from colocate import manifests, quantity
 from colocate.manifests import Doc
 from colocate.model.names import GPU
 from colocate.model.pools import NodePoolProps, Resources
-from colocate.review.capacity import daemonset_nodes, pod_resources, replicas
+from colocate.model.pods import pod_resources, replicas
+from colocate.review.capacity import daemonset_nodes
 
 #: unit -> (parse a quota value, print an amount).
 _UNITS: dict[str, tuple[Callable[[object], int], Callable[[int], str]]] = {

@@ -14,7 +14,7 @@ import yaml
 
 from colocate import manifests
 from colocate.errors import ColocateError, InputError
-from colocate.render import INDEX_FILE
+from colocate.layout import INDEX_FILE
 
 #: ``colocate diff`` with no HEAD compares against the files on disk.
 WORKTREE = "working tree"

@@ -262,19 +262,19 @@ def remove_job(argo: "ArgoCD", job: str) -> tuple[str, dict[str, int]]:
         argo.cp.request("PATCH", path, {"metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}},
                         content_type="application/merge-patch+json")
     for app in apps:
-        _wait_value(argo, lambda: _finished_sync(argo, app, head), f"Application {app} to sync {head[:8]}")
+        _wait_value(argo, lambda app=app: _finished_sync(argo, app, head), f"Application {app} to sync {head[:8]}")
     named = ', '.join(d['kind'] + '/' + d['metadata']['name'] for d in pruned)
     _wait(argo, lambda: not any(_exists(argo.cp, d) for d in pruned), f"{named} to be deleted")
     # Argo CD learns of the deletion from its own watch, after we do: a sync it starts meanwhile
     # (it still sees the TFJob, so OutOfSync) belongs to the deletion, not to the quiet window.
     for app in apps:
-        _wait(argo, lambda: _caught_up(argo, app, pruned),
+        _wait(argo, lambda app=app: _caught_up(argo, app, pruned),
               f"Application {app} to list none of {named} and to have no sync under way")
     quiet_from = datetime.now(timezone.utc)
     before = syncs_started(argo.cp, argo.namespace)
     until = quiet_from + timedelta(seconds=2 * APP_RESYNC_SECONDS)
     for app in apps:
-        _wait(argo, lambda: (_reconciled_at(argo, app) or quiet_from) >= until,
+        _wait(argo, lambda app=app: (_reconciled_at(argo, app) or quiet_from) >= until,
               f"Application {app} to reconcile for {2 * APP_RESYNC_SECONDS} s after its sync of {head[:8]}")
     after = syncs_started(argo.cp, argo.namespace)
     quiet = {app: after.get(app, 0) - before.get(app, 0) for app in apps}

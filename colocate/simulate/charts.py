@@ -220,7 +220,7 @@ def _svg(chart: PoolChart, index: int) -> str:
         ax = fig.add_subplot()
         x = list(chart.hours)
         handles = []
-        for (kind, name, values), (_, colour, label) in zip(chart.series(), chart.legend()):
+        for (kind, _name, values), (_, colour, label) in zip(chart.series(), chart.legend()):
             if kind == "bar":
                 handles.append(ax.bar(x, values, width=0.7, color=colour, label=label, zorder=2))
             else:

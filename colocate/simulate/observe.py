@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from colocate import quantity
 from colocate.model.names import GAVE_UP_REASON, GPU, RESUBMITTED_REASON
-from colocate.review.capacity import pod_resources
+from colocate.model.pods import pod_resources
 from colocate.simulate.control_plane import ControlPlane
 
 #: Pods a node counts: scheduled and not finished.

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping
 
 from colocate import quantity
 from colocate.model.names import GPU, JOB_NAME_LABEL, PEAK_REPLICAS_ANNOTATION, RESUBMITTED_REASON
-from colocate.review.capacity import pod_resources
+from colocate.model.pods import pod_resources
 from colocate.simulate.argocd import syncs_started
 from colocate.simulate.charts import PoolHour
 from colocate.simulate.control_plane import ControlPlane

@@ -9,7 +9,7 @@ from typing import Any, Iterator, Mapping
 
 from colocate import quantity
 from colocate.checker import Index, Rule, Violation, reads
-from colocate.manifests import PodSpec
+from colocate.model import pods
 from colocate.model.names import BUILTIN_PRIORITY_CLASSES, GPU
 from colocate.policies.checks.gitops import ANNOTATIONS_LIMIT
 
@@ -31,19 +31,11 @@ def _quantity(value: Any):
         return None
 
 
-def _all_containers(pod: PodSpec) -> Iterator[tuple[str, dict[str, Any]]]:
-    for key in ("initContainers", "containers", "ephemeralContainers"):
-        items = pod.spec.get(key)
-        for i, container in enumerate(items if isinstance(items, list) else []):
-            if isinstance(container, dict):
-                yield f"{pod.path}.{key}[{i}]", container
-
-
 def request_above_limit(index: Index, rule: Rule) -> Iterator[Violation]:
     """ValidateResourceRequirements: a request above its limit; for extended resources and
     hugepages a request other than the limit. GPUs are COL101's (one finding per fault)."""
     for pod in index.pods():
-        for path, container in _all_containers(pod):
+        for path, container in pods.containers(pod, pods.ALL):
             resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
             requests, limits = resources.get("requests"), resources.get("limits")
             if not isinstance(requests, dict) or not isinstance(limits, dict):
@@ -177,7 +169,7 @@ def duplicate_names(index: Index, rule: Rule) -> Iterator[Violation]:
     for pod in index.pods():
         seen: set[str] = set()
         host_ports: set[str] = set()
-        for path, container in _all_containers(pod):
+        for path, container in pods.containers(pod, pods.ALL):
             name = container.get("name")
             if isinstance(name, str) and name:
                 if name in seen:

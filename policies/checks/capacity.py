@@ -9,12 +9,12 @@ from typing import Callable, Iterator
 
 from colocate import quantity
 from colocate.checker import WORKLOAD_KINDS, Index, Rule, Violation, reads
-from colocate.manifests import PodSpec, containers, pod_specs
+from colocate.manifests import PodSpec, pod_specs
 from colocate.model.names import GPU
 from colocate.model.pool_facts import PoolFacts, tolerated
 from colocate.model.pools import Resources
 from colocate.model.scheduling import node_selected
-from colocate.review.capacity import pod_resources, replicas
+from colocate.model.pods import containers, pod_resources, replicas
 
 #: (name, accessor, printer) per resource a pod can lack.
 _RESOURCES: tuple[tuple[str, Callable[[Resources], int], Callable[[int], str]], ...] = (

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from colocate.checker import Index, Rule, Violation, reads
-from colocate.manifests import containers
+from colocate.model.pods import containers
 from colocate.model.names import GPU, NO_GPU_VALUES, VISIBLE_DEVICES_ENV
 
 #: The workload tiers whose pods we judge: platform add-ons (device plugin, DCGM exporter) read

@@ -6,7 +6,7 @@ from typing import Iterator
 from urllib.parse import urlsplit
 
 from colocate.checker import Index, Rule, Violation, reads
-from colocate.constructs import kube_prometheus_stack as kps
+from colocate.model import prometheus_stack as kps
 from colocate.manifests import Doc
 from colocate.model.names import KPS_CHART
 from colocate.model.scheduling import selector_matches

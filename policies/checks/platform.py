@@ -13,7 +13,7 @@ from colocate.checker import Index, Rule, Violation, reads
 from colocate.model.scheduling import ImageRef, reference_error
 from colocate.model.names import BUILTIN_PRIORITY_CLASSES, MAX_USER_PRIORITY, MIN_GAP_FACTOR, TIER_LABEL
 from colocate.model.tiers import ROLE_RANK, TierClass, inversions
-from colocate.manifests import containers
+from colocate.model.pods import containers
 
 
 def _tier_role(index: Index, doc) -> str:

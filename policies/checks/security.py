@@ -7,6 +7,7 @@ from typing import Any, Iterator
 
 from colocate.checker import Index, Rule, Violation, reads
 from colocate.manifests import PodSpec
+from colocate.model import pods
 from colocate.model.names import kps_fullname
 from colocate.model.scheduling import ImageRef
 
@@ -52,15 +53,6 @@ SYSTEM_COMPONENTS = (
 UNPRIVILEGED_CAPABILITIES = frozenset({"NET_BIND_SERVICE"})
 
 
-def _containers(pod: PodSpec) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every container Pod Security visits: init, regular and ephemeral."""
-    for key in ("initContainers", "containers", "ephemeralContainers"):
-        items = pod.spec.get(key)
-        for i, container in enumerate(items if isinstance(items, list) else []):
-            if isinstance(container, dict):
-                yield f"{pod.path}.{key}[{i}]", container
-
-
 def _security_context(container: dict[str, Any]) -> dict[str, Any]:
     sc = container.get("securityContext")
     return sc if isinstance(sc, dict) else {}
@@ -73,7 +65,7 @@ def _added(container: dict[str, Any]) -> list[str]:
 
 
 def _components(pod: PodSpec) -> list[SystemComponent]:
-    images = [c.get("image") for _, c in _containers(pod)]
+    images = [c.get("image") for _, c in pods.containers(pod, pods.ALL)]
     return [s for s in SYSTEM_COMPONENTS if any(s.runs(i) for i in images)]
 
 
@@ -83,7 +75,7 @@ def _component(container: dict[str, Any]) -> SystemComponent | None:
 
 def privileged_container(index: Index, rule: Rule) -> Iterator[Violation]:
     for pod in index.pods():
-        for path, container in _containers(pod):
+        for path, container in pods.containers(pod, pods.ALL):
             component = _component(container)
             if _security_context(container).get("privileged") is True and not (component and component.privileged):
                 yield Violation(pod.doc, f"{path}.securityContext.privileged", f"{container.get('image')} is not a "
@@ -118,7 +110,7 @@ def host_path_volume(index: Index, rule: Rule) -> Iterator[Violation]:
 
 def added_capabilities(index: Index, rule: Rule) -> Iterator[Violation]:
     for pod in index.pods():
-        for path, container in _containers(pod):
+        for path, container in pods.containers(pod, pods.ALL):
             component = _component(container)
             allowed = UNPRIVILEGED_CAPABILITIES | (component.capabilities if component else frozenset())
             extra = sorted(set(_added(container)) - allowed)
@@ -148,7 +140,7 @@ def _baseline(pod: PodSpec) -> Iterator[tuple[str, str]]:
     pod_sc = spec.get("securityContext") if isinstance(spec.get("securityContext"), dict) else {}
     if (pod_sc.get("seccompProfile") or {}).get("type") == "Unconfined":
         yield f"{pod.path}.securityContext.seccompProfile.type", "seccompProfile Unconfined"
-    for path, container in _containers(pod):
+    for path, container in pods.containers(pod, pods.ALL):
         sc = _security_context(container)
         if sc.get("privileged") is True:
             yield f"{path}.securityContext.privileged", "privileged"
@@ -177,7 +169,7 @@ def _restricted(pod: PodSpec) -> Iterator[tuple[str, str]]:
     if pod_sc.get("runAsUser") == 0:
         yield f"{pod.path}.securityContext.runAsUser", "runAsUser=0"
     pod_seccomp = (pod_sc.get("seccompProfile") or {}).get("type") in ("RuntimeDefault", "Localhost")
-    for path, container in _containers(pod):
+    for path, container in pods.containers(pod, pods.ALL):
         sc = _security_context(container)
         if sc.get("allowPrivilegeEscalation") is not False:
             yield f"{path}.securityContext.allowPrivilegeEscalation", "allowPrivilegeEscalation must be false"
@@ -217,7 +209,7 @@ def pod_security(index: Index, rule: Rule) -> Iterator[Violation]:
 
 def image_pinned(index: Index, rule: Rule) -> Iterator[Violation]:
     for pod in index.pods():
-        for path, container in _containers(pod):
+        for path, container in pods.containers(pod, pods.ALL):
             image = container.get("image")
             if isinstance(image, str) and image and not ImageRef.parse(image).pinned:
                 yield Violation(pod.doc, f"{path}.image", f"{image} has {'the tag latest' if ImageRef.parse(image).tag else 'no tag'}")

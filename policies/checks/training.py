@@ -15,7 +15,8 @@ from colocate.model.names import (CHECKPOINT_ENV, GPU, JOB_NAME_LABEL, MAX_MEMOR
                                    OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL,
                                    TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER,
                                    TFJOB_MIN_GRACE_SECONDS, tf_role)
-from colocate.manifests import Doc, PodSpec, containers
+from colocate.manifests import Doc, PodSpec
+from colocate.model.pods import containers
 from colocate.policies.checks.gpus import gpu_quantity
 from colocate.model.scheduling import selector_matches
 
@@ -187,7 +188,7 @@ def offline_pdb(index: Index, rule: Rule) -> Iterator[Violation]:
     for pdb, selector in pdbs:
         matched: dict[str, list[str]] = defaultdict(list)
         for pod in training.get(pdb.namespace, ()):
-            if any(selector_matches(selector, l) for l in _pod_label_sets(pod)):
+            if any(selector_matches(selector, labels) for labels in _pod_label_sets(pod)):
                 matched[pod.doc.ref].append(pod.role)
         if matched:
             names = [ref + (f" ({', '.join(roles)})" if any(roles) else "") for ref, roles in sorted(matched.items())]

@@ -7,9 +7,9 @@ from colocate.constructs.control_plane import ControlPlane, ControlPlaneProps
 from colocate.errors import PropError
 
 
-def synth(props: ControlPlaneProps = ControlPlaneProps()) -> dict[str, dict]:
+def synth(props: ControlPlaneProps | None = None) -> dict[str, dict]:
     chart = cdk8s.Testing.chart()
-    ControlPlane(chart, "cp", props)
+    ControlPlane(chart, "cp", props if props is not None else ControlPlaneProps())
     return {o["kind"]: o for o in cdk8s.Testing.synth(chart)}
 
 

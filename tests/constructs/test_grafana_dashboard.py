@@ -5,7 +5,7 @@ import json
 import cdk8s
 import pytest
 
-from colocate.constructs.mixin.dashboards import dashboard_uid
+from colocate.mixin.dashboards import dashboard_uid
 from colocate.constructs.grafana_dashboard import MAX_DATA_BYTES, GrafanaDashboard, GrafanaDashboardProps
 from colocate.errors import PropError
 

@@ -34,8 +34,8 @@ def test_failing_fixture_is_reported_with_file_object_field_and_fix(fixture):
     found = [f for f in result.findings if f.rule == fixture.parent.name]
     assert found, f"{fixture.parent.name} did not fire on {fixture}"
     for finding in found:
-        line = next(l.strip() for l in report.to_text(result).splitlines()
-                    if l.strip().startswith(f"{finding.severity.upper()} {finding.rule} "))
+        line = next(text.strip() for text in report.to_text(result).splitlines()
+                    if text.strip().startswith(f"{finding.severity.upper()} {finding.rule} "))
         assert str(fixture) in line and f"{finding.kind}/" in line and finding.field and "(fix: " in line
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from colocate.constructs.mixin.config import Selectors, ServiceSlo, eq, ne, sel
+from colocate.mixin.config import Selectors, ServiceSlo, eq, ne, sel
 from colocate.model.names import CRITICAL, WARNING
 
 _P99 = 0.99

@@ -21,7 +21,8 @@ from typing import Any
 
 from colocate import promql
 from colocate.model.slo import LatencySlo
-from colocate.model.names import (DISRUPTION_ANNOTATION, TFJOB_ANNOTATION_LABEL, TFJOB_ANNOTATION_METRIC, DCGM_EXPORTER_JOB, GIVEN_UP_METRIC, MAX_MEMORY_BURST, NAME_LABEL, POOL_LABEL,
+from colocate.model.names import (DISRUPTION_ANNOTATION, TFJOB_ANNOTATION_LABEL, TFJOB_ANNOTATION_METRIC, DCGM_EXPORTER_JOB,
+                                  GIVEN_UP_METRIC, MAX_MEMORY_BURST, NAME_LABEL, POOL_LABEL,
                                   RESUBMISSIONS_METRIC, RESUBMITTER, TF_CONTAINER, TFJOB_CONDITION_LABEL,
                                   TFJOB_CONDITION_METRIC, TFJOB_NAME_METRIC_LABEL, TRAINING_OPERATOR_JOB)
 
@@ -119,7 +120,7 @@ class MixinConfig:
     given_up_metric: str = GIVEN_UP_METRIC
     #: The container the training-operator runs TensorFlow in.
     training_container: str = TF_CONTAINER
-    #: TFJob conditions from kube-state-metrics (constructs/mixin/tfjob_state.py) and its labels.
+    #: TFJob conditions from kube-state-metrics (colocate/mixin/tfjob_state.py) and its labels.
     tfjob_condition_metric: str = TFJOB_CONDITION_METRIC
     tfjob_label: str = TFJOB_NAME_METRIC_LABEL
     tfjob_condition_label: str = TFJOB_CONDITION_LABEL

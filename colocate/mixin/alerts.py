@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from colocate.constructs.mixin.config import eq, ne_value, nre, re_, sel
-from colocate.constructs.mixin.slo import LatencyGuard
+from colocate.mixin.config import eq, ne_value, nre, re_, sel
+from colocate.mixin.slo import LatencyGuard
 from colocate.model.names import WARNING
 
 
@@ -44,7 +44,8 @@ class Alerts(LatencyGuard):
         now_oom = sel("kube_pod_container_status_terminated_reason", ksm, ns, eq("reason", "OOMKilled"))
         pending = sel("kube_pod_status_phase", ksm, ns, eq("phase", "Pending"))
         not_training = nre("namespace", f"{c.training_namespace}|{c.prepull_namespace}")
-        not_ready = (f'sum by (namespace, pod) (max by (namespace, pod) ({sel("kube_pod_status_phase", ksm, not_training, re_("phase", "Pending|Unknown|Failed"))})'
+        not_ready = ('sum by (namespace, pod) (max by (namespace, pod) '
+                     f'({sel("kube_pod_status_phase", ksm, not_training, re_("phase", "Pending|Unknown|Failed"))})'
                      f' * on (namespace, pod) group_left (owner_kind) topk by (namespace, pod) '
                      f'(1, max by (namespace, pod, owner_kind) ({sel("kube_pod_owner", ksm, ne_value("owner_kind", "Job"))})))')
         disrupted = (f"max by (namespace, {c.tfjob_label}) "
@@ -100,7 +101,7 @@ class Alerts(LatencyGuard):
                    hint="kubectl logs --previous shows the last crash; TFJob replicas with restartPolicy OnFailure "
                         "or ExitCode restart until backoffLimit."),
             # The Failed condition, not training_operator_jobs_failed_total: v1.7.0 does not count a
-            # failure through the backoff limit or deadline (constructs/mixin/tfjob_state.py).
+            # failure through the backoff limit or deadline (colocate/mixin/tfjob_state.py).
             # Not a job a disruption failed: the resubmitter re-creates it (or gives up, with its
             # own alert), so telling chat each time training gives way would be noise.
             _alert("ColocateTFJobFailed",

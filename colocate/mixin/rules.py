@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from colocate.constructs.mixin.config import eq, ne, re_, sel
-from colocate.constructs.mixin.slo import LatencyGuard
+from colocate.mixin.config import eq, ne, re_, sel
+from colocate.mixin.slo import LatencyGuard
 
 #: DCGM reports framebuffer memory in MiB.
 _MIB = 1024 * 1024
@@ -19,7 +19,8 @@ class RecordingRules(LatencyGuard):
                              ne("node"))
         requests = f"sum by (node, resource) ({node_requests} * on (namespace, pod) group_left () {self._active_pods})"
         pod_info = sel("kube_pod_info", ksm, ne("node"))
-        pod_requests = (f'sum by (node, namespace, pod, resource) ({sel("kube_pod_container_resource_requests", ksm, re_("resource", "cpu|memory|nvidia_com_gpu"), ne("node"))})'
+        pod_requests = ('sum by (node, namespace, pod, resource) '
+                        f'({sel("kube_pod_container_resource_requests", ksm, re_("resource", "cpu|memory|nvidia_com_gpu"), ne("node"))})'
                         f" * on (namespace, pod) group_left () {self._active_pods}"
                         f" * on (namespace, pod) group_left (priority_class) max by (namespace, pod, priority_class) ({pod_info})")
         pool_requests = f"sum by (pool, priority_class, resource) ({pod_requests} * on (node) group_left (pool) {self._node_pool})"

@@ -13,9 +13,9 @@ from grafana_foundation_sdk.builders import statetimeline, timeseries
 from grafana_foundation_sdk.models import common as mc
 from grafana_foundation_sdk.models import dashboard as md
 
-from colocate.constructs.mixin.config import eq, re_, sel
-from colocate.constructs.mixin import slo
-from colocate.constructs.mixin.slo import LatencyGuard
+from colocate.mixin.config import eq, re_, sel
+from colocate.mixin import slo
+from colocate.mixin.slo import LatencyGuard
 from colocate.model.names import GRAFANA_SCHEMA_VERSION
 
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from colocate.constructs.mixin.config import Selectors
+from colocate.mixin.config import Selectors
 from colocate.errors import PropError
 from colocate.model.names import CRITICAL, SEVERITIES, WARNING
 from colocate.model.validate import check_dns_label
