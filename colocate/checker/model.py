@@ -7,13 +7,12 @@ import string
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
-from colocate import manifests
+from colocate import kubeconform, manifests
 from colocate.model.cluster import Cluster
 from colocate.model.names import TIER_LABEL
 from colocate.resources import data_path
 from colocate.model.pool_facts import PoolFacts
 from colocate.manifests import Doc, PodSpec
-
 
 RULES_DIR = data_path("colocate.policies", "rules")
 _RULE_SCHEMA = json.loads(data_path("colocate", "schemas", "rule.schema.json").read_text())
