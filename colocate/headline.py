@@ -15,14 +15,15 @@ from colocate.mixin import slo
 from colocate.mixin.config import MixinConfig, eq, sel
 from colocate.errors import ColocateError
 from colocate.prometheus_api import Prometheus, Series
+from colocate.mixin import records
 
 _DURATION = re.compile(r"^(\d+)([mhd])$")
 _SECONDS = {"m": 60, "h": 3600, "d": 86400}
 #: (resource, what, query) of each utilisation figure; each is a share of the pool's allocatable.
 UTILISATION = (
-    ("cpu", "used", "pool_priority_class:container_cpu_usage_seconds:ratio_rate5m", ()),
-    ("cpu", "requested", "pool_priority_class:kube_pod_container_resource_requests:ratio", (eq("resource", "cpu"),)),
-    ("gpu", "used", "pool_priority_class:dcgm_gpu_utilisation:ratio", ()),
+    ("cpu", "used", records.POOL_CPU_USED, ()),
+    ("cpu", "requested", records.POOL_REQUESTS, (eq("resource", "cpu"),)),
+    ("gpu", "used", records.POOL_GPU_USED, ()),
 )
 #: Victims the scheduler picked (kube-scheduler's STABLE histogram; its _sum counts them).
 PREEMPTIONS = "scheduler_preemption_victims_sum"

@@ -17,6 +17,7 @@ from colocate.mixin.config import eq, re_, sel
 from colocate.mixin import slo
 from colocate.mixin.slo import LatencyGuard
 from colocate.model.names import GRAFANA_SCHEMA_VERSION
+from colocate.mixin import records
 
 
 @dataclass(frozen=True)
@@ -46,12 +47,12 @@ class Dashboards(LatencyGuard):
                                                     multi=True)))
 
         dashboard.with_row(layout.row("Nodes of pool $pool"))
-        requests = "node_resource:kube_pod_container_resource_requests:ratio"
+        requests = records.NODE_REQUESTS
         per_node = _timeseries(layout, "Node $node: requested vs used (share of allocatable)", [
             Query(sel(requests, eq("resource", "cpu"), node), "CPU requested"),
-            Query(sel("node:container_cpu_usage_seconds:ratio_rate5m", node), "CPU used (containers)"),
+            Query(sel(records.NODE_CPU_USED, node), "CPU used (containers)"),
             Query(sel(requests, eq("resource", "memory"), node), "memory requested"),
-            Query(sel("node:container_memory_working_set_bytes:ratio", node), "memory used (working set)"),
+            Query(sel(records.NODE_MEMORY_USED, node), "memory used (working set)"),
         ], unit="percentunit", width=8,
             description="Scheduled (requests of Pending/Running pods / allocatable) beside real use (cAdvisor, "
                         "containers only), for CPU and memory; one panel per selected node.")
@@ -68,9 +69,9 @@ class Dashboards(LatencyGuard):
                     .show_value(mc.VisibilityMode.NEVER).merge_values(False).row_height(0.9).fill_opacity(80)
                     .line_width(0))
         dashboard.with_panel(layout.add(gpu_util, [
-            Query(sel("node_gpu:dcgm_gpu_utilisation:percent", node), "{{node}} gpu{{gpu}}")], 24, 8))
+            Query(sel(records.GPU_UTILISATION, node), "{{node}} gpu{{gpu}}")], 24, 8))
         dashboard.with_panel(_timeseries(layout, "GPU memory used", [
-            Query(sel("node_gpu:dcgm_fb_used:bytes", node), "{{node}} gpu{{gpu}}")], unit="bytes",
+            Query(sel(records.GPU_MEMORY_USED, node), "{{node}} gpu{{gpu}}")], unit="bytes",
             description="DCGM_FI_DEV_FB_USED (reported in MiB) per GPU."))
 
         dashboard.with_row(layout.row("Training"))
@@ -107,7 +108,7 @@ class Dashboards(LatencyGuard):
         dashboard.with_row(layout.row("Offline vs online share of each pool"))
         for resource, title in (("cpu", "CPU"), ("memory", "Memory")):
             panel = _timeseries(layout, f"{title} requests by priority class (share of pool allocatable)", [
-                Query(sel("pool_priority_class:kube_pod_container_resource_requests:ratio", eq("resource", resource)),
+                Query(sel(records.POOL_REQUESTS, eq("resource", resource)),
                       "{{pool}} {{priority_class}}")], unit="percentunit", stack=True,
                 description="Requests of Pending/Running pods per PriorityClass over the pool's allocatable.")
             for cls, color in ((c.online_priority_class, "blue"), (c.offline_priority_class, "green")):
@@ -156,10 +157,10 @@ class Dashboards(LatencyGuard):
         and CPU pressure per node of the selected pool."""
         c = self.config
         dashboard.with_row(layout.row("Utilisation per pool by hour"))
-        for resource, title, used in (("cpu", "CPU", "pool_priority_class:container_cpu_usage_seconds:ratio_rate5m"),
-                                      ("memory", "Memory", "pool_priority_class:container_memory_working_set_bytes:ratio"),
-                                      ("nvidia_com_gpu", "GPU", "pool_priority_class:dcgm_gpu_utilisation:ratio")):
-            requested = sel("pool_priority_class:kube_pod_container_resource_requests:ratio", eq("resource", resource))
+        for resource, title, used in (("cpu", "CPU", records.POOL_CPU_USED),
+                                      ("memory", "Memory", records.POOL_MEMORY_USED),
+                                      ("nvidia_com_gpu", "GPU", records.POOL_GPU_USED)):
+            requested = sel(records.POOL_REQUESTS, eq("resource", resource))
             panel = _timeseries(layout, f"{title} by pool: requested and used (hourly mean)", [
                 Query(f"sum by (pool) (avg_over_time({requested}[1h]))", "{{pool}} requested"),
                 Query(f"sum by (pool) (avg_over_time({used}[1h]))", "{{pool}} used")], unit="percentunit", width=8,
@@ -172,10 +173,10 @@ class Dashboards(LatencyGuard):
             dashboard.with_panel(panel)
         dashboard.with_row(layout.row("Contention on nodes of pool $pool"))
         dashboard.with_panel(_timeseries(layout, "CPU steal per node", [
-            Query(sel("node:node_cpu_steal:ratio_rate5m", node), "{{node}}")], unit="percentunit",
+            Query(sel(records.NODE_CPU_STEAL, node), "{{node}}")], unit="percentunit",
             description="Share of CPU time the hypervisor gave to other guests (node-exporter mode=steal)."))
         dashboard.with_panel(_timeseries(layout, "CPU pressure per node (some tasks waiting)", [
-            Query(sel("node:node_pressure_cpu_waiting:ratio_rate5m", node), "{{node}}")], unit="percentunit",
+            Query(sel(records.NODE_CPU_PRESSURE, node), "{{node}}")], unit="percentunit",
             description="PSI cpu 'some': share of time at least one runnable task waited for a CPU "
                         "(node-exporter pressure collector; needs kernel >= 4.20)."))
 

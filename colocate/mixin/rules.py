@@ -6,6 +6,7 @@ from typing import Any
 
 from colocate.mixin.config import eq, ne, re_, sel
 from colocate.mixin.slo import LatencyGuard
+from colocate.mixin import records
 
 #: DCGM reports framebuffer memory in MiB.
 _MIB = 1024 * 1024
@@ -31,33 +32,33 @@ class RecordingRules(LatencyGuard):
         cpu_alloc = sel("kube_node_status_allocatable", ksm, eq("resource", "cpu"))
         mem_alloc = sel("kube_node_status_allocatable", ksm, eq("resource", "memory"))
         return [
-            {"record": "node:node_cpu_utilisation:rate5m", "expr": self.node_cpu_utilisation},
-            {"record": "node_resource:kube_pod_container_resource_requests:ratio",
+            {"record": records.NODE_CPU_UTILISATION, "expr": self.node_cpu_utilisation},
+            {"record": records.NODE_REQUESTS,
              "expr": f'{requests} / on (node, resource) {self._allocatable("cpu|memory|nvidia_com_gpu")}'},
-            {"record": "node:container_cpu_usage_seconds:ratio_rate5m",
+            {"record": records.NODE_CPU_USED,
              "expr": f'sum by (node) (rate({sel("container_cpu_usage_seconds_total", self._cadvisor)}[5m]))'
                      f" / on (node) max by (node) ({cpu_alloc})"},
-            {"record": "node:container_memory_working_set_bytes:ratio",
+            {"record": records.NODE_MEMORY_USED,
              "expr": f'sum by (node) ({sel("container_memory_working_set_bytes", self._cadvisor)})'
                      f" / on (node) max by (node) ({mem_alloc})"},
-            {"record": "node_gpu:dcgm_gpu_utilisation:percent",
+            {"record": records.GPU_UTILISATION,
              "expr": self._per_gpu(sel("DCGM_FI_DEV_GPU_UTIL", self._dcgm))},
             # DCGM reports framebuffer memory in MiB.
-            {"record": "node_gpu:dcgm_fb_used:bytes",
+            {"record": records.GPU_MEMORY_USED,
              "expr": f'{self._per_gpu(sel("DCGM_FI_DEV_FB_USED", self._dcgm))} * {_MIB}'},
-            {"record": "pool_priority_class:kube_pod_container_resource_requests:ratio",
+            {"record": records.POOL_REQUESTS,
              "expr": f"{pool_requests} / on (pool, resource) group_left () {self.pool_allocatable('cpu|memory|nvidia_com_gpu')}"},
             # What pods really use, per pool and PriorityClass, over the pool's allocatable.
-            {"record": "pool_priority_class:container_cpu_usage_seconds:ratio_rate5m",
+            {"record": records.POOL_CPU_USED,
              "expr": f"{self.by_pool_and_class(cpu_used)} / on (pool) group_left () {self.pool_allocatable('cpu')}"},
-            {"record": "pool_priority_class:container_memory_working_set_bytes:ratio",
+            {"record": records.POOL_MEMORY_USED,
              "expr": f"{self.by_pool_and_class(memory_used)} / on (pool) group_left () {self.pool_allocatable('memory')}"},
-            {"record": "pool_priority_class:dcgm_gpu_utilisation:ratio",
+            {"record": records.POOL_GPU_USED,
              "expr": f"{self.by_pool_and_class(gpu_busy)} / on (pool) group_left () {self.pool_allocatable('nvidia_com_gpu')}"},
             # Contention the co-located training causes on a node (node-exporter; PSI needs kernel >= 4.20).
-            {"record": "node:node_cpu_steal:ratio_rate5m",
+            {"record": records.NODE_CPU_STEAL,
              "expr": self.node_exporter_rate("avg", "node_cpu_seconds_total", eq("mode", "steal"))},
-            {"record": "node:node_pressure_cpu_waiting:ratio_rate5m",
+            {"record": records.NODE_CPU_PRESSURE,
              "expr": self.node_exporter_rate("max", "node_pressure_cpu_waiting_seconds_total")},
             *self.latency_recording_rules,
         ]
