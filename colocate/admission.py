@@ -1,0 +1,193 @@
+"""ValidatingAdmissionPolicies from the rules that judge an object on its own (docs/admission.md).
+
+A rule file's ``admission:`` key holds its CEL, next to its schema or check, so each rule has one
+home. One of:
+
+- ``pod``: CEL over ``spec``, each pod spec of the object (a Pod, a workload's template, each
+  TFJob replica's template), true when the rule holds;
+- ``container``: CEL over ``c``, each container and init container of those pod specs;
+- ``object``: CEL over ``object`` itself (rules with ``kinds``);
+
+with ``field``, the field the message names (below the pod spec, the container, or the object),
+and optionally ``differs``: where admission cannot judge exactly as ``check`` does, and why.
+``${name}`` placeholders are filled from colocate.yaml at synth time: the policies carry the
+configuration's values as literals (priority class names, the Harbor host, the proxied
+registries) instead of a paramKind object, so nothing else must exist for them to work.
+
+Kubernetes 1.28 serves ValidatingAdmissionPolicy as ``admissionregistration.k8s.io/v1beta1``
+behind the ValidatingAdmissionPolicy feature gate; new expressions are compiled with the 1.27
+CEL library set (k8s.io/apiserver v0.28.15 pkg/cel/environment/base.go
+DefaultCompatibilityVersion), so no ``quantity()`` and no optional types: every field is guarded
+with ``has()``.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Iterable
+
+from colocate.checker import Rule, _fill
+
+API_VERSION = "admissionregistration.k8s.io/v1beta1"
+#: The API server flags 1.28 needs (kubernetes v1.28.15 pkg/features/kube_features.go:
+#: ValidatingAdmissionPolicy is beta, off by default; its API group version is off by default).
+FEATURE_GATE = "ValidatingAdmissionPolicy=true"
+RUNTIME_CONFIG = "admissionregistration.k8s.io/v1beta1=true"
+API_SERVER_FLAGS = {"feature-gates": FEATURE_GATE, "runtime-config": RUNTIME_CONFIG}
+NAME_PREFIX = "colocate-"
+#: Label on every generated policy and binding (and what ``check`` looks for).
+RULE_LABEL = "colocate.io/rule"
+TIER_LABEL = "colocate.io/tier"
+#: Namespaces no policy judges: kubeadm's static pods and the cluster add-ons the provisioner
+#: installs there are not colocate's, and a denied kube-system pod can take the cluster down.
+EXEMPT_NAMESPACES = ("kube-system",)
+
+#: (apiGroup, version, resource, kind, pod spec path) of every kind whose objects hold one pod spec.
+WORKLOADS = (
+    ("", "v1", "pods", "Pod", "spec"),
+    ("", "v1", "replicationcontrollers", "ReplicationController", "spec.template.spec"),
+    ("apps", "v1", "deployments", "Deployment", "spec.template.spec"),
+    ("apps", "v1", "statefulsets", "StatefulSet", "spec.template.spec"),
+    ("apps", "v1", "daemonsets", "DaemonSet", "spec.template.spec"),
+    ("apps", "v1", "replicasets", "ReplicaSet", "spec.template.spec"),
+    ("batch", "v1", "jobs", "Job", "spec.template.spec"),
+    ("batch", "v1", "cronjobs", "CronJob", "spec.jobTemplate.spec.template.spec"),
+)
+#: Custom resources the rules name in ``kinds``: (apiGroup, version, resource).
+CUSTOM_KINDS = {"TFJob": ("kubeflow.org", "v1", "tfjobs")}
+
+
+def enforced(rules: Iterable[Rule]) -> list[Rule]:
+    """The rules admission enforces: those with an ``admission:`` key."""
+    return [r for r in rules if r.admission]
+
+
+def _literal(text: str) -> str:
+    """A CEL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _has_chain(base: str, path: str) -> str:
+    """``has(a.b) && has(a.b.c)`` for ``base`` = a, ``path`` = b.c."""
+    parts, out, current = path.split("."), [], base
+    for part in parts:
+        current = f"{current}.{part}"
+        out.append(f"has({current})")
+    return " && ".join(out)
+
+
+def _pods_variable() -> str:
+    """CEL: the object's pod specs as ``{'path': ..., 'spec': ...}`` maps."""
+    tf = "object.spec.tfReplicaSpecs"
+    branches = [f"object.kind == 'TFJob' ? (has({tf}) ? {tf}.filter(r, has({tf}[r].template) && "
+                f"has({tf}[r].template.spec)).map(r, {{'path': dyn('spec.tfReplicaSpecs.' + r + '.template.spec'), "
+                f"'spec': dyn({tf}[r].template.spec)}}) : [])"]
+    for _, _, _, kind, path in WORKLOADS:
+        guard = _has_chain("object", path)
+        branches.append(f"object.kind == '{kind}' ? ({guard} ? [{{'path': dyn('{path}'), 'spec': dyn(object.{path})}}] : [])")
+    return " : ".join(branches) + " : []"
+
+
+def _pod_ok(rule: Rule, spec: str) -> str:
+    """CEL: the rule holds for the pod spec ``spec`` (an expression)."""
+    adm = rule.admission
+    if "pod" in adm:
+        return f"[{spec}].all(spec, {adm['pod']})"
+    each = adm["container"]
+    return (f"[{spec}].all(spec, (!has(spec.containers) || spec.containers.all(c, {each})) && "
+            f"(!has(spec.initContainers) || spec.initContainers.all(c, {each})))")
+
+
+def _bad_containers(rule: Rule, spec: str) -> str:
+    each = rule.admission["container"]
+    return (f"((has({spec}.initContainers) ? {spec}.initContainers : []) + "
+            f"(has({spec}.containers) ? {spec}.containers : [])).filter(c, !({each})).map(c, c.name)")
+
+
+def _where(rule: Rule) -> str:
+    """CEL: the offending field(s), as check names them."""
+    adm = rule.admission
+    if "object" in adm:
+        return _literal(adm["field"])
+    if "pod" in adm:
+        return ("variables.pods.filter(p, !(" + _pod_ok(rule, "p.spec") + ")).map(p, p.path + "
+                + _literal("." + adm["field"]) + ").join(', ')")
+    return ("variables.pods.filter(p, !(" + _pod_ok(rule, "p.spec") + ")).map(p, p.path + '.containers[' + "
+            + _bad_containers(rule, "p.spec") + ".join(',') + ']' + " + _literal("." + adm["field"]) + ").join(', ')")
+
+
+def _namespace_selector(rule: Rule) -> dict:
+    exempt = {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(EXEMPT_NAMESPACES)}
+    if rule.target == "PodSpec" and rule.scope in ("online", "offline"):
+        return {"matchLabels": {TIER_LABEL: rule.scope}}
+    return {"matchExpressions": [exempt]}
+
+
+def _resource_rules(rule: Rule) -> list[dict]:
+    groups: dict[tuple[str, str], list[str]] = {}
+    if rule.target == "PodSpec" or "object" not in rule.admission:
+        for group, version, resource, _, _ in WORKLOADS:
+            groups.setdefault((group, version), []).append(resource)
+        for group, version, resource in CUSTOM_KINDS.values():
+            groups.setdefault((group, version), []).append(resource)
+    for kind in rule.kinds:
+        group, version, resource = CUSTOM_KINDS[kind]
+        if resource not in groups.get((group, version), []):
+            groups.setdefault((group, version), []).append(resource)
+    return [{"apiGroups": [group], "apiVersions": [version], "resources": resources,
+             "operations": ["CREATE", "UPDATE"]} for (group, version), resources in sorted(groups.items())]
+
+
+def policy(rule: Rule, values: dict[str, str]) -> list[dict[str, Any]]:
+    """The ValidatingAdmissionPolicy and its binding for one rule (``values`` fill the placeholders)."""
+    rule = rule.filled(values)
+    rule = replace(rule, admission=_fill(rule.admission, values))
+    adm = rule.admission
+    name = f"{NAME_PREFIX}{rule.id.lower()}-{rule.name}"
+    labels = {RULE_LABEL: rule.id}
+    head = f"{rule.id} {rule.name}: "
+    tail = f" (fix: {rule.fix})"
+    if "object" in adm:
+        expression = adm["object"]
+        variables = []
+    else:
+        expression = "variables.pods.all(p, " + _pod_ok(rule, "p.spec") + ")"
+        variables = [{"name": "pods", "expression": _pods_variable()}]
+    message_expression = (_literal(head) + " + object.kind + ' ' + (has(object.metadata.namespace) ? "
+                          "object.metadata.namespace + '/' : '') + (has(object.metadata.name) ? object.metadata.name : "
+                          "'(generated name)') + ' field ' + " + _where(rule) + " + ': ' + "
+                          + _literal(rule.message + tail))
+    spec: dict[str, Any] = {
+        # Fail: an expression that cannot be evaluated refuses the object instead of letting an
+        # unjudged one in; the policies run in the API server (no webhook to be down), and
+        # kube-system is never matched (docs/admission.md, "failurePolicy").
+        "failurePolicy": "Fail",
+        "matchConstraints": {"resourceRules": _resource_rules(rule),
+                             "namespaceSelector": _namespace_selector(rule)},
+        "validations": [{"expression": expression, "messageExpression": message_expression,
+                         "message": f"{head}{rule.message} (field {adm['field']}){tail}", "reason": "Forbidden"}],
+    }
+    if variables:
+        spec["variables"] = variables
+    actions = ["Deny"] if rule.severity == "error" else ["Warn", "Audit"]
+    return [
+        {"apiVersion": API_VERSION, "kind": "ValidatingAdmissionPolicy",
+         "metadata": {"name": name, "labels": labels}, "spec": spec},
+        {"apiVersion": API_VERSION, "kind": "ValidatingAdmissionPolicyBinding",
+         "metadata": {"name": name, "labels": labels},
+         "spec": {"policyName": name, "validationActions": actions}},
+    ]
+
+
+def policies(rules: Iterable[Rule], values: dict[str, str]) -> list[dict[str, Any]]:
+    """Every enforced rule's policy and binding, ordered by rule id."""
+    return [obj for rule in sorted(enforced(rules), key=lambda r: r.id) for obj in policy(rule, values)]
+
+
+def values(cluster, config) -> dict[str, str]:
+    """The placeholders' values from colocate.yaml and the cluster, as check fills them, plus
+    the proxied registries as a CEL list body."""
+    from colocate import checker
+
+    ctx = checker._context(cluster, [], config.gitops.min_argocd_version, config.registry_host,
+                           config.registry_proxy_projects)
+    return {**ctx.values, "proxied_registries_cel": ", ".join(_literal(r) for r in sorted(ctx.proxied_registries))}
