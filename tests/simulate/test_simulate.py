@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from colocate import ROOT
+from colocate import ROOT, admission, checker
 from colocate.simulate import toolchain
 from colocate.toolchain import environment
 from tests.helpers import VENV_BIN, colocate
@@ -69,6 +69,10 @@ def test_reference_night_places_every_pod(night):
     proc, report = night
     assert proc.returncode == 0, proc.stdout
     assert report["ok"] and report["rejected"] == [] and report["failed_creates"] == []
+    # Argo CD synced every policy the reference generates, bound, before the pods below were made:
+    # the training-operator's TFJob pods, the DaemonSet's, the online Deployment's and the stand-ins'
+    # were all admitted with every policy enforced (docs/admission.md).
+    assert report["admission_policies"] == sorted(r.id for r in admission.enforced(checker.load_rules()))
     pods = report["pods"]
     assert pods and all(p["node"] for p in pods), [p for p in pods if not p["node"]]
     # Every reference TFJob made its pods and runs; every pool got its nodes.
