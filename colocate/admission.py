@@ -9,6 +9,7 @@ home. One of:
 - ``object``: CEL over ``object`` itself (rules with ``kinds``);
 
 with ``field``, the field the message names (below the pod spec, the container, or the object),
+``kinds`` for an ``object`` rule whose file names none (its Python check picks them),
 and optionally ``differs``: where admission cannot judge exactly as ``check`` does, and why.
 ``${name}`` placeholders are filled from colocate.yaml at synth time: the policies carry the
 configuration's values as literals (priority class names, the Harbor host, the proxied
@@ -59,6 +60,12 @@ CUSTOM_KINDS = {"TFJob": ("kubeflow.org", "v1", "tfjobs")}
 def enforced(rules: Iterable[Rule]) -> list[Rule]:
     """The rules admission enforces: those with an ``admission:`` key."""
     return [r for r in rules if r.admission]
+
+
+def kinds_of(rule: Rule) -> tuple[str, ...]:
+    """The kinds an ``object`` rule judges: the rule's ``kinds``, else its ``admission.kinds``
+    (a Python check that picks its kinds itself)."""
+    return tuple(rule.kinds) or tuple((rule.admission or {}).get("kinds", ()))
 
 
 def _literal(text: str) -> str:
@@ -129,7 +136,7 @@ def _resource_rules(rule: Rule) -> list[dict]:
             groups.setdefault((group, version), []).append(resource)
         for group, version, resource in CUSTOM_KINDS.values():
             groups.setdefault((group, version), []).append(resource)
-    for kind in rule.kinds:
+    for kind in kinds_of(rule):
         group, version, resource = CUSTOM_KINDS[kind]
         if resource not in groups.get((group, version), []):
             groups.setdefault((group, version), []).append(resource)

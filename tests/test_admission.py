@@ -26,7 +26,7 @@ def test_only_rules_that_judge_an_object_alone_are_enforced():
     for rule in ENFORCED:
         assert checker.judges_alone(rule), f"{rule.id} reads other objects: it cannot be a policy"
         # CEL over the object for rules of named kinds; over each pod spec or container otherwise.
-        assert ("object" in rule.admission) == bool(rule.kinds), rule.id
+        assert ("object" in rule.admission) == bool(admission.kinds_of(rule)), rule.id
 
 
 def test_the_reference_enables_the_policies_and_dist_has_one_policy_and_binding_per_enforced_rule():
@@ -44,7 +44,7 @@ def test_the_reference_enables_the_policies_and_dist_has_one_policy_and_binding_
         resources = {(g, r) for rr in policy["spec"]["matchConstraints"]["resourceRules"]
                      for g in rr["apiGroups"] for r in rr["resources"]}
         assert ("kubeflow.org", "tfjobs") in resources  # every enforced rule judges TFJobs
-        if not rule.kinds:
+        if not admission.kinds_of(rule):
             assert {("", "pods"), ("apps", "deployments"), ("batch", "cronjobs")} <= resources
         selector = policy["spec"]["matchConstraints"]["namespaceSelector"]
         if rule.scope in ("online", "offline"):
