@@ -62,6 +62,11 @@ def enforced(rules: Iterable[Rule]) -> list[Rule]:
     return [r for r in rules if r.admission]
 
 
+def policy_name(rule: Rule) -> str:
+    """The policy's and its binding's name: ``colocate-col004-offline-priority``."""
+    return f"{NAME_PREFIX}{rule.id.lower()}-{rule.name}"
+
+
 def kinds_of(rule: Rule) -> tuple[str, ...]:
     """The kinds an ``object`` rule judges: the rule's ``kinds``, else its ``admission.kinds``
     (a Python check that picks its kinds itself)."""
@@ -149,7 +154,7 @@ def policy(rule: Rule, values: dict[str, str]) -> list[dict[str, Any]]:
     rule = rule.filled(values)
     rule = replace(rule, admission=_fill(rule.admission, values))
     adm = rule.admission
-    name = f"{NAME_PREFIX}{rule.id.lower()}-{rule.name}"
+    name = policy_name(rule)
     labels = {RULE_LABEL: rule.id}
     head = f"{rule.id} {rule.name}: "
     tail = f" (fix: {rule.fix})"

@@ -218,6 +218,13 @@ def _explain(rule_id: str, config: Path | None) -> int:
     fixtures = sorted((_root() / "tests" / "policies" / "fixtures" / rule.id).glob("*.yaml"))
     print(f"{rule.id} {rule.name} ({rule.severity}, {rule.category})\n\n{rule.rationale}\n\n"
           f"Checks: {rule.message}\nFix: {rule.fix}")
+    if rule.admission:
+        from colocate.admission import policy_name
+
+        print(f"Admission: also enforced by the API server, ValidatingAdmissionPolicy "
+              f"{policy_name(rule)}, when colocate.yaml sets admission.policies: true"
+              + (f"; differs from check: {' '.join(rule.admission['differs'].split())}" if rule.admission.get("differs")
+                 else "") + " (docs/admission.md)")
     if fixtures:
         print("Examples: " + ", ".join(str(p.relative_to(_root())) for p in fixtures))
     return EXIT_OK

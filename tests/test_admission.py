@@ -79,6 +79,13 @@ def test_synth_is_deterministic_for_the_policies():
         assert files[f"apps/platform/{path.name}"] == path.read_text()
 
 
+def test_explain_says_a_rule_is_enforced_at_admission_and_how_it_differs():
+    said = colocate("check", "--explain", "COL002").stdout
+    assert "Admission: also enforced by the API server, ValidatingAdmissionPolicy colocate-col002-online-guaranteed" in said
+    assert "differs from check: " in said
+    assert "Admission:" not in colocate("check", "--explain", "COL051").stdout
+
+
 def test_colocate_rules_marks_the_enforced_rules():
     lines = colocate("rules").stdout.splitlines()
     marked = {line.split()[0] for line in lines if line.split()[2] == "admission"}

@@ -246,7 +246,7 @@ def test_every_policy_costs_far_less_than_the_api_server_limits():
     and broken everywhere: no error, and each policy under a tenth of the per-expression limit."""
     results = celcost.measure(*celcost.reference_cases())
     assert not [r for r in results if r["errors"]], [r for r in results if r["errors"]][:3]
-    assert {r["policy"] for r in results} == {f"colocate-{r.id.lower()}-{r.name}" for r in ENFORCED.values()}
+    assert {r["policy"] for r in results} == {admission.policy_name(r) for r in ENFORCED.values()}
     for r in results:
         assert r["limit"] == celcost.PER_CALL_LIMIT and r["budget"] == celcost.BINDING_BUDGET
         assert r["validationCost"] + r["messageCost"] < celcost.PER_CALL_LIMIT / 10, r
