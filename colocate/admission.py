@@ -109,22 +109,23 @@ def _pod_ok(rule: Rule, spec: str) -> str:
             f"(!has(spec.initContainers) || spec.initContainers.all(c, {each})))")
 
 
-def _bad_containers(rule: Rule, spec: str) -> str:
-    each = rule.admission["container"]
-    return (f"((has({spec}.initContainers) ? {spec}.initContainers : []) + "
-            f"(has({spec}.containers) ? {spec}.containers : [])).filter(c, !({each})).map(c, c.name)")
+def _bad_containers(rule: Rule, key: str) -> str:
+    """CEL: ``['<key>[a,b]']`` for the containers of list ``key`` of pod spec ``p.spec`` that break
+    the rule, or ``[]``."""
+    bad = f"(has(p.spec.{key}) ? p.spec.{key}.filter(c, !({rule.admission['container']})).map(c, c.name) : [])"
+    return f"(size({bad}) > 0 ? ['{key}[' + {bad}.join(',') + ']'] : [])"
 
 
 def _where(rule: Rule) -> str:
-    """CEL: the offending field(s), as check names them."""
+    """CEL: the offending field(s), as check names them (containers by name)."""
     adm = rule.admission
     if "object" in adm:
         return _literal(adm["field"])
+    failing = "variables.pods.filter(p, !(" + _pod_ok(rule, "p.spec") + "))"
     if "pod" in adm:
-        return ("variables.pods.filter(p, !(" + _pod_ok(rule, "p.spec") + ")).map(p, p.path + "
-                + _literal("." + adm["field"]) + ").join(', ')")
-    return ("variables.pods.filter(p, !(" + _pod_ok(rule, "p.spec") + ")).map(p, p.path + '.containers[' + "
-            + _bad_containers(rule, "p.spec") + ".join(',') + ']' + " + _literal("." + adm["field"]) + ").join(', ')")
+        return failing + ".map(p, p.path + " + _literal("." + adm["field"]) + ").join(', ')"
+    return (failing + ".map(p, (" + _bad_containers(rule, "initContainers") + " + " + _bad_containers(rule, "containers")
+            + ").map(x, p.path + '.' + x + " + _literal("." + adm["field"]) + ").join(', ')).join(', ')")
 
 
 def _namespace_selector(rule: Rule) -> dict:
