@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import Any, Iterable
 
 from colocate.checker import Rule, _fill
+from colocate.model.names import TIER_LABEL
 
 API_VERSION = "admissionregistration.k8s.io/v1beta1"
 #: The API server flags 1.28 needs (kubernetes v1.28.15 pkg/features/kube_features.go:
@@ -35,9 +36,9 @@ FEATURE_GATE = "ValidatingAdmissionPolicy=true"
 RUNTIME_CONFIG = "admissionregistration.k8s.io/v1beta1=true"
 API_SERVER_FLAGS = {"feature-gates": FEATURE_GATE, "runtime-config": RUNTIME_CONFIG}
 NAME_PREFIX = "colocate-"
-#: Label on every generated policy and binding (and what ``check`` looks for).
+#: Label on every generated policy and binding: the rule it enforces (the simulation's report
+#: and the tests read it).
 RULE_LABEL = "colocate.io/rule"
-TIER_LABEL = "colocate.io/tier"
 #: Namespaces no policy judges: kubeadm's static pods and the cluster add-ons the provisioner
 #: installs there are not colocate's, and a denied kube-system pod can take the cluster down.
 EXEMPT_NAMESPACES = ("kube-system",)
@@ -129,6 +130,7 @@ def _where(rule: Rule) -> str:
 
 
 def _namespace_selector(rule: Rule) -> dict:
+    """A tier rule's namespaces by their tier label; every other rule's all but kube-system."""
     exempt = {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(EXEMPT_NAMESPACES)}
     if rule.target == "PodSpec" and rule.scope in ("online", "offline"):
         return {"matchLabels": {TIER_LABEL: rule.scope}}
@@ -137,7 +139,7 @@ def _namespace_selector(rule: Rule) -> dict:
 
 def _resource_rules(rule: Rule) -> list[dict]:
     groups: dict[tuple[str, str], list[str]] = {}
-    if rule.target == "PodSpec" or "object" not in rule.admission:
+    if "object" not in rule.admission:  # every kind with a pod spec
         for group, version, resource, _, _ in WORKLOADS:
             groups.setdefault((group, version), []).append(resource)
         for group, version, resource in CUSTOM_KINDS.values():
