@@ -4,7 +4,7 @@ from __future__ import annotations
 from constructs import Construct
 
 from colocate.charts._base import ColocateChart
-from colocate.admission import API_SERVER_FLAGS
+from colocate.admission import API_SERVER_FLAGS, CONTROLLER_MANAGER_FLAGS
 from colocate.constructs.control_plane import ControlPlane, ControlPlaneProps
 
 
@@ -15,4 +15,5 @@ class ControlPlaneChart(ColocateChart):
         # kubeadm files are not API objects: no metadata, so no labels.
         super().__init__(scope, "control-plane", folder="control-plane", labels=False)
         self.control_plane = ControlPlane(self, "control-plane", ControlPlaneProps(
-            api_server_args=API_SERVER_FLAGS if admission_policies else {}))
+            api_server_args=API_SERVER_FLAGS if admission_policies else {},
+            controller_manager_args=CONTROLLER_MANAGER_FLAGS if admission_policies else {}))

@@ -35,6 +35,10 @@ API_VERSION = "admissionregistration.k8s.io/v1beta1"
 FEATURE_GATE = "ValidatingAdmissionPolicy=true"
 RUNTIME_CONFIG = "admissionregistration.k8s.io/v1beta1=true"
 API_SERVER_FLAGS = {"feature-gates": FEATURE_GATE, "runtime-config": RUNTIME_CONFIG}
+#: kube-controller-manager starts the controller that type-checks each policy against the kinds it
+#: matches (status.typeChecking) only with the gate (kubernetes v1.28.15
+#: cmd/kube-controller-manager/app/controllermanager.go); enforcement does not need it.
+CONTROLLER_MANAGER_FLAGS = {"feature-gates": FEATURE_GATE}
 NAME_PREFIX = "colocate-"
 #: Label on every generated policy and binding: the rule it enforces (the simulation's report
 #: and the tests read it).
@@ -88,16 +92,20 @@ def _has_chain(base: str, path: str) -> str:
     return " && ".join(out)
 
 
-def _pods_variable() -> str:
-    """CEL: the object's pod specs as ``{'path': ..., 'spec': ...}`` maps."""
-    tf = "object.spec.tfReplicaSpecs"
+def _pods() -> str:
+    """CEL: the object's pod specs as ``{'path': ..., 'spec': ...}`` maps. Written out in each
+    expression rather than as a policy variable, and over ``dyn(object)``: 1.28's type checker
+    (status.typeChecking) knows no ``variables`` and would check each kind's branch against every
+    other kind's schema, filling the status with false warnings."""
+    tf = "dyn(object).spec.tfReplicaSpecs"
     branches = [f"object.kind == 'TFJob' ? (has({tf}) ? {tf}.filter(r, has({tf}[r].template) && "
                 f"has({tf}[r].template.spec)).map(r, {{'path': dyn('spec.tfReplicaSpecs.' + r + '.template.spec'), "
                 f"'spec': dyn({tf}[r].template.spec)}}) : [])"]
     for _, _, _, kind, path in WORKLOADS:
-        guard = _has_chain("object", path)
-        branches.append(f"object.kind == '{kind}' ? ({guard} ? [{{'path': dyn('{path}'), 'spec': dyn(object.{path})}}] : [])")
-    return " : ".join(branches) + " : []"
+        guard = _has_chain("dyn(object)", path)
+        branches.append(f"object.kind == '{kind}' ? ({guard} ? [{{'path': dyn('{path}'), "
+                        f"'spec': dyn(dyn(object).{path})}}] : [])")
+    return "(" + " : ".join(branches) + " : [])"
 
 
 def _pod_ok(rule: Rule, spec: str) -> str:
@@ -122,7 +130,7 @@ def _where(rule: Rule) -> str:
     adm = rule.admission
     if "object" in adm:
         return _literal(adm["field"])
-    failing = "variables.pods.filter(p, !(" + _pod_ok(rule, "p.spec") + "))"
+    failing = _pods() + ".filter(p, !(" + _pod_ok(rule, "p.spec") + "))"
     if "pod" in adm:
         return failing + ".map(p, p.path + " + _literal("." + adm["field"]) + ").join(', ')"
     return (failing + ".map(p, (" + _bad_containers(rule, "initContainers") + " + " + _bad_containers(rule, "containers")
@@ -163,12 +171,12 @@ def policy(rule: Rule, values: dict[str, str]) -> list[dict[str, Any]]:
     tail = f" (fix: {rule.fix})"
     if "object" in adm:
         expression = adm["object"]
-        variables = []
     else:
-        expression = "variables.pods.all(p, " + _pod_ok(rule, "p.spec") + ")"
-        variables = [{"name": "pods", "expression": _pods_variable()}]
-    message_expression = (_literal(head) + " + object.kind + ' ' + (has(object.metadata.namespace) ? "
-                          "object.metadata.namespace + '/' : '') + (has(object.metadata.name) ? object.metadata.name : "
+        expression = _pods() + ".all(p, " + _pod_ok(rule, "p.spec") + ")"
+    # dyn(object).metadata: 1.28's type checker knows only some metadata fields (no namespace).
+    message_expression = (_literal(head) + " + object.kind + ' ' + (has(dyn(object).metadata.namespace) ? "
+                          "dyn(object).metadata.namespace + '/' : '') + (has(dyn(object).metadata.name) ? "
+                          "dyn(object).metadata.name : "
                           "'(generated name)') + ' field ' + " + _where(rule) + " + ': ' + "
                           + _literal(rule.message + tail))
     spec: dict[str, Any] = {
@@ -181,8 +189,6 @@ def policy(rule: Rule, values: dict[str, str]) -> list[dict[str, Any]]:
         "validations": [{"expression": expression, "messageExpression": message_expression,
                          "message": f"{head}{rule.message} (field {adm['field']}){tail}", "reason": "Forbidden"}],
     }
-    if variables:
-        spec["variables"] = variables
     actions = ["Deny"] if rule.severity == "error" else ["Warn", "Audit"]
     return [
         {"apiVersion": API_VERSION, "kind": "ValidatingAdmissionPolicy",

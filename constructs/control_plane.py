@@ -32,6 +32,9 @@ class ControlPlaneProps:
     #: API server flags (``apiServer.extraArgs``): the feature gate and runtime-config the
     #: ValidatingAdmissionPolicies need on 1.28 when colocate.yaml turns them on (docs/admission.md).
     api_server_args: Mapping[str, str] = field(default_factory=dict)
+    #: More kube-controller-manager flags (``controllerManager.extraArgs``): the feature gate that
+    #: starts the policies' type-checking status controller on 1.28.
+    controller_manager_args: Mapping[str, str] = field(default_factory=dict)
 
 
 class ControlPlane(Construct):
@@ -47,7 +50,7 @@ class ControlPlane(Construct):
         emit(self, "cluster", {
             "apiVersion": KUBEADM_API_VERSION, "kind": "ClusterConfiguration",
             **({"apiServer": {"extraArgs": dict(props.api_server_args)}} if props.api_server_args else {}),
-            "controllerManager": {"extraArgs": {"bind-address": address}},
+            "controllerManager": {"extraArgs": {"bind-address": address, **props.controller_manager_args}},
             "scheduler": {"extraArgs": {"bind-address": address}},
             "etcd": {"local": {"extraArgs": {"listen-metrics-urls": f"http://{host}:{ETCD_METRICS_PORT}"}}},
         })

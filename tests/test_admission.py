@@ -70,7 +70,9 @@ def test_the_control_plane_gets_the_api_server_flags_with_the_option_and_not_wit
                                                  "runtime-config": "admissionregistration.k8s.io/v1beta1=true"}
     off = app.render_files(app.build(dataclasses.replace(config.load(), admission_policies=False)))
     assert not [f for f in off if "validatingadmissionpolic" in f]
-    assert "apiServer" not in yaml.safe_load(off["control-plane/clusterconfiguration.yaml"])
+    assert cluster["controllerManager"]["extraArgs"]["feature-gates"] == "ValidatingAdmissionPolicy=true"
+    cluster_off = yaml.safe_load(off["control-plane/clusterconfiguration.yaml"])
+    assert "apiServer" not in cluster_off and "feature-gates" not in cluster_off["controllerManager"]["extraArgs"]
 
 
 def test_synth_is_deterministic_for_the_policies():
