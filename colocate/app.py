@@ -62,7 +62,7 @@ def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster 
     for chart in node_charts:
         chart.add_containerd(config, upstream)
     bootstrap = BootstrapChart(app, config, applications)
-    control_plane = ControlPlaneChart(app)
+    control_plane = ControlPlaneChart(app, admission_policies=config.admission_policies)
     return Built(app, [control_plane, *node_charts, *app_charts, applications, bootstrap], config, cluster)
 
 

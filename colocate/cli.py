@@ -220,6 +220,13 @@ def _explain(rule_id: str, config: Path | None) -> int:
     fixtures = sorted((_root() / "tests" / "policies" / "fixtures" / rule.id).glob("*.yaml"))
     print(f"{rule.id} {rule.name} ({rule.severity}, {rule.category})\n\n{rule.rationale}\n\n"
           f"Checks: {rule.message}\nFix: {rule.fix}")
+    if rule.admission:
+        from colocate.admission import policy_name
+
+        print(f"Admission: also enforced by the API server, ValidatingAdmissionPolicy "
+              f"{policy_name(rule)}, when colocate.yaml sets admission.policies: true"
+              + (f"; differs from check: {' '.join(rule.admission['differs'].split())}" if rule.admission.get("differs")
+                 else "") + " (docs/admission.md)")
     if fixtures:
         print("Examples: " + ", ".join(str(p.relative_to(_root())) for p in fixtures))
     return EXIT_OK
@@ -329,13 +336,16 @@ def _rules(args: argparse.Namespace) -> int:
     rules = checker.described_rules(Path(args.config) if args.config else None)
     if args.format == "json":
         print(json.dumps([{"id": r.id, "name": r.name, "severity": r.severity, "category": r.category,
-                           "message": r.message, "rationale": r.rationale, "fix": r.fix} for r in rules], indent=2))
+                           "message": r.message, "rationale": r.rationale, "fix": r.fix,
+                           "admission": bool(r.admission)} for r in rules], indent=2))
         return EXIT_OK
     if args.format == "markdown":
         sys.stdout.write(rules_markdown(rules))
         return EXIT_OK
+    # ADMISSION: enforced by a generated ValidatingAdmissionPolicy too (docs/admission.md).
     for rule in rules:
-        print(f"{rule.id:7} {rule.severity:8} {rule.name:40} {rule.rationale}")
+        mark = "admission" if rule.admission else "check"
+        print(f"{rule.id:7} {rule.severity:8} {mark:9} {rule.name:40} {rule.rationale}")
     return EXIT_OK
 
 
@@ -348,10 +358,13 @@ def rules_markdown(rules) -> str:
              "Generated from `policies/rules/*.yaml` with the repository's `colocate.yaml` by",
              "`colocate rules --format markdown > docs/rules.md`; `tests/test_rules_doc.py` fails when it is",
              "stale. `colocate check --explain ID` prints one rule's rationale, with its upstream sources,",
-             "and its fix; each rule's failing and passing fixtures are in `tests/policies/fixtures/<ID>/`.", "",
-             "| id | severity | category | asks |", "|---|---|---|---|"]
+             "and its fix; each rule's failing and passing fixtures are in `tests/policies/fixtures/<ID>/`.",
+             "Rules marked **admission** are also enforced by the API server: `admission.policies: true` in",
+             "`colocate.yaml` generates a ValidatingAdmissionPolicy for each (docs/admission.md).", "",
+             "| id | severity | category | enforced | asks |", "|---|---|---|---|---|"]
     for rule in sorted(rules, key=lambda r: r.id):
-        lines.append(f"| {rule.id} | {rule.severity} | {rule.category} | {cell(rule.message)} |")
+        where = "check, **admission**" if rule.admission else "check"
+        lines.append(f"| {rule.id} | {rule.severity} | {rule.category} | {where} | {cell(rule.message)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -126,6 +126,9 @@ class Config:
     image_project: str = "platform"
     #: None: colocate.yaml has no ``schedule`` section, so synth emits no pause/resume CronJobs.
     schedule: Schedule | None = None
+    #: admission.policies: synth emits a ValidatingAdmissionPolicy per enforced rule and the
+    #: API server flags 1.28 needs for them (docs/admission.md). Off unless colocate.yaml says so.
+    admission_policies: bool = False
 
     @property
     def colocate_image(self) -> str:
@@ -449,6 +452,7 @@ def load(path: Path | None = None, schema_checked: bool = False) -> Config:
         simulation=Simulation(**data["simulation"]) if "simulation" in data else None,
         image_project=data["registry"].get("imageProject", "platform"),
         schedule=_schedule(data.get("schedule"), file),
+        admission_policies=bool((data.get("admission") or {}).get("policies", False)),
         monitoring=Monitoring(
             prometheus_chart_repo_url=data["monitoring"]["prometheusChartRepoURL"],
             dcgm_chart_repo_url=data["monitoring"]["dcgmChartRepoURL"],

@@ -11,7 +11,8 @@ alerts fire for ever (docs/monitoring.md, "Control plane metrics").
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Mapping
 
 from constructs import Construct
 
@@ -28,6 +29,12 @@ class ControlPlaneProps:
     #: Address the scheduler, the controller-manager, etcd's metrics and kube-proxy's metrics
     #: listen on. Default ``0.0.0.0``: every address of the node, the one Prometheus scrapes included.
     metrics_address: str = "0.0.0.0"
+    #: API server flags (``apiServer.extraArgs``): the feature gate and runtime-config the
+    #: ValidatingAdmissionPolicies need on 1.28 when colocate.yaml turns them on (docs/admission.md).
+    api_server_args: Mapping[str, str] = field(default_factory=dict)
+    #: More kube-controller-manager flags (``controllerManager.extraArgs``): the feature gate that
+    #: starts the policies' type-checking status controller on 1.28.
+    controller_manager_args: Mapping[str, str] = field(default_factory=dict)
 
 
 class ControlPlane(Construct):
@@ -42,7 +49,8 @@ class ControlPlane(Construct):
         host = f"[{address}]" if ":" in address else address
         emit(self, "cluster", {
             "apiVersion": KUBEADM_API_VERSION, "kind": "ClusterConfiguration",
-            "controllerManager": {"extraArgs": {"bind-address": address}},
+            **({"apiServer": {"extraArgs": dict(props.api_server_args)}} if props.api_server_args else {}),
+            "controllerManager": {"extraArgs": {"bind-address": address, **props.controller_manager_args}},
             "scheduler": {"extraArgs": {"bind-address": address}},
             "etcd": {"local": {"extraArgs": {"listen-metrics-urls": f"http://{host}:{ETCD_METRICS_PORT}"}}},
         })

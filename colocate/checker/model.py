@@ -46,6 +46,8 @@ class Rule:
     kinds: tuple[str, ...] = ()
     schema: dict | None = None
     check: str | None = None
+    #: CEL the generated ValidatingAdmissionPolicy runs (colocate/admission.py); None: check only.
+    admission: dict | None = None
 
     def filled(self, values: dict[str, str]) -> "Rule":
         """The rule with the ``${name}`` placeholders of its message and fix replaced, as findings

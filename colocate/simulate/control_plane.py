@@ -21,6 +21,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from colocate.admission import API_SERVER_FLAGS, CONTROLLER_MANAGER_FLAGS
 from colocate.errors import ColocateError
 
 #: kubeadm 1.28 adds NodeRestriction to the API server's default admission plugins
@@ -140,6 +141,9 @@ class ControlPlane:
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             # The kubernetes Service's endpoint would be 127.0.0.1, which Endpoints refuse.
             "--endpoint-reconciler-type=none", "--profiling=false", "--v=0",
+            # What dist/control-plane/ gives kubeadm when colocate.yaml turns the admission
+            # policies on (docs/admission.md): 1.28 serves them only with both flags.
+            *(f"--{flag}={value}" for flag, value in API_SERVER_FLAGS.items()),
         ])
         self._write_kubeconfig()
         self._wait_ready()
@@ -154,6 +158,7 @@ class ControlPlane:
             f"--service-cluster-ip-range={SERVICE_CIDR}", "--use-service-account-credentials=false",
             # Nodes answer kwok's heartbeats; evict from an unready node after the default 5 min.
             "--node-monitor-grace-period=40s",
+            *(f"--{flag}={value}" for flag, value in CONTROLLER_MANAGER_FLAGS.items()),
         ])
         self.run("kube-scheduler", [str(self.binaries["kube-scheduler"]), *common,
                                     f"--secure-port={ports['kube-scheduler']}"])

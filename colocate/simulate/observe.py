@@ -94,6 +94,9 @@ class Observation:
     #: The scenario's steps (steps.StepReport), in order; hourly: they are the day's hours.
     steps: list[Any] = field(default_factory=list)
     hourly: bool = False
+    #: Rule ids of the ValidatingAdmissionPolicies bound in the cluster once Argo CD synced
+    #: (docs/admission.md): every pod and object after that was admitted by them.
+    admission_policies: list[str] = field(default_factory=list)
     settled: bool = True
     seconds: float = 0.0
 

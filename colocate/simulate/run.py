@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import yaml
 
-from colocate import config as config_mod
+from colocate import admission, config as config_mod
 from colocate.errors import InputError
 from colocate.model.names import PEAK_REPLICAS_ANNOTATION, TIER_LABEL
 from colocate.resources import display
@@ -61,6 +61,7 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
         log(f"simulate: Argo CD synced {sum(a.sync == 'Synced' for a in apps)} of {len(apps)} Applications "
             f"({time.monotonic() - started:.1f} s)")
         _sync_results(cp, apps, docs, obs)
+        obs.admission_policies = _bound_policies(cp)
         obs.applications = apps
         obs.stand_ins = stand_ins.deploy(cp, docs, obs, {a.name: a.message for a in apps if a.offline})
         obs.settled = _settle(cp, resubmitting)
@@ -135,6 +136,15 @@ def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool,
             f"{report.training_running} running, {report.training_pending} pending, {report.training_suspended} "
             f"suspended; {report.preemptions} preempted, {report.resubmissions} resubmitted "
             f"({time.monotonic() - started:.1f} s)")
+
+
+def _bound_policies(cp: ControlPlane) -> list[str]:
+    """Rule ids of the colocate policies that have a binding (what the API server enforces)."""
+    base = f"/apis/{admission.API_VERSION}"
+    policies = {p["metadata"]["name"]: (p["metadata"].get("labels") or {}).get(admission.RULE_LABEL)
+                for p in cp.items(f"{base}/validatingadmissionpolicies")}
+    bound = {b["spec"].get("policyName") for b in cp.items(f"{base}/validatingadmissionpolicybindings")}
+    return sorted(rule for name, rule in policies.items() if rule and name in bound)
 
 
 def _training_namespaces(docs) -> list[str]:

@@ -45,6 +45,10 @@ def builds(cfg: config.Config) -> list[Build]:
               cold="about 70 s"),
         Build("argocd", ("argocd",), "github.com/argoproj/argo-cd/v2", sim.argocd, "argocd", (".",), "-s -w",
               cold="about 6 min"),
+        # The API server's own admission CEL code, to measure what each generated policy costs
+        # (colocate/simulate/celcost.py, docs/admission.md); k8s.io/apiserver v0.X is Kubernetes v1.X.
+        Build("celcost", ("celcost",), "k8s.io/apiserver", f"v0.{minor}.{k8s_version.split('.')[2]}", "celcost",
+              (".",), "-s -w", cold="about 1 min"),
     ]
 
 #: Names the Argo CD binary answers to (tools/sim/argocd/main.go picks the command by its name).

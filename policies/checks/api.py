@@ -203,3 +203,49 @@ def priority_class_exists(index: Index, rule: Rule) -> Iterator[Violation]:
         name = pod.spec.get("priorityClassName")
         if name and name not in known:
             yield Violation(pod.doc, f"{pod.path}.priorityClassName", f"no PriorityClass is named {name!r}")
+
+
+#: What a v1beta1 ValidatingAdmissionPolicy needs on a 1.28 API server (colocate/admission.py):
+#: the feature gate, and the API version served (api/beta and api/all serve every beta version).
+_GATE = ("feature-gates", "ValidatingAdmissionPolicy", ("ValidatingAdmissionPolicy",))
+_RUNTIME = ("runtime-config", "admissionregistration.k8s.io/v1beta1",
+            ("admissionregistration.k8s.io/v1beta1", "api/beta", "api/all"))
+
+
+def _extra_args(doc) -> dict[str, str]:
+    """apiServer.extraArgs of a kubeadm ClusterConfiguration: a map (v1beta3) or a list of
+    name/value pairs (v1beta4)."""
+    args = (doc.obj.get("apiServer") or {}).get("extraArgs") or {}
+    if isinstance(args, list):
+        return {str(a.get("name")): str(a.get("value")) for a in args if isinstance(a, dict)}
+    return {str(k): str(v) for k, v in args.items()} if isinstance(args, dict) else {}
+
+
+def _enabled(value: str, names: tuple[str, ...], flag: str) -> bool:
+    """One of ``names`` set true in a comma-separated key=value flag, as Go's strconv.ParseBool
+    reads it; runtime-config also takes a key alone as key=true (k8s.io/apiserver v0.28.15
+    pkg/server/resourceconfig/helpers.go getRuntimeConfigValue)."""
+    settings = dict(part.strip().partition("=")[::2] for part in value.split(",") if part.strip())
+    true = {"1", "t", "true"} | ({""} if flag == "runtime-config" else set())
+    return any(name in settings and settings[name].strip().lower() in true for name in names)
+
+
+@reads("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ClusterConfiguration")
+def admission_policy_gate(index: Index, rule: Rule) -> Iterator[Violation]:
+    """v1beta1 ValidatingAdmissionPolicies among the checked objects, and a checked kubeadm
+    ClusterConfiguration whose API server lacks the feature gate or the runtime-config that
+    1.28 needs to serve and enforce them."""
+    policies = [d for d in index.of_kind("ValidatingAdmissionPolicy") + index.of_kind("ValidatingAdmissionPolicyBinding")
+                if d.api_version == "admissionregistration.k8s.io/v1beta1"]
+    if not policies:
+        return
+    for doc in index.of_kind("ClusterConfiguration"):
+        if doc.group != "kubeadm.k8s.io":
+            continue
+        args = _extra_args(doc)
+        for flag, wanted, names in (_GATE, _RUNTIME):
+            if not _enabled(args.get(flag, ""), names, flag):
+                shown = f"{args[flag]!r}" if flag in args else "unset"
+                yield Violation(doc, f"apiServer.extraArgs.{flag}",
+                                f"{shown}, without {wanted}=true, while {len(policies)} v1beta1 policy objects "
+                                f"(e.g. {policies[0].kind} {policies[0].name}) are checked with it")

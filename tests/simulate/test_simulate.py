@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from colocate import ROOT
+from colocate import ROOT, admission, checker
 from colocate.simulate import toolchain
 from colocate.toolchain import environment
 from tests.helpers import VENV_BIN, colocate
@@ -69,6 +69,10 @@ def test_reference_night_places_every_pod(night):
     proc, report = night
     assert proc.returncode == 0, proc.stdout
     assert report["ok"] and report["rejected"] == [] and report["failed_creates"] == []
+    # Argo CD synced every policy the reference generates, bound, before the pods below were made:
+    # the training-operator's TFJob pods, the DaemonSet's, the online Deployment's and the stand-ins'
+    # were all admitted with every policy enforced (docs/admission.md).
+    assert report["admission_policies"] == sorted(r.id for r in admission.enforced(checker.load_rules()))
     pods = report["pods"]
     assert pods and all(p["node"] for p in pods), [p for p in pods if not p["node"]]
     # Every reference TFJob made its pods and runs; every pool got its nodes.
@@ -171,9 +175,19 @@ def faults(tmp_path_factory):
         "app.kubernetes.io/name": "debug-shell"}
     pod = privileged["spec"]["template"]["spec"]
     pod["priorityClassName"] = "offline-batch"
+    # Without the online pool's toleration, which the admission policy COL005 refuses in training.
+    pod.pop("tolerations")
     pod["containers"][0]["securityContext"] = {"privileged": True}
     pod["containers"][0]["resources"] = {"limits": {"cpu": "1", "memory": "1Gi"}}
     added["deployment.training.debug-shell.yaml"] = privileged
+    # A training Deployment at the online priority: Argo CD cannot sync it past the policy.
+    online = json.loads(json.dumps(privileged))
+    online["metadata"]["name"] = "online-in-training"
+    online["spec"]["selector"]["matchLabels"] = online["spec"]["template"]["metadata"]["labels"] = {
+        "app.kubernetes.io/name": "online-in-training"}
+    online["spec"]["template"]["spec"]["priorityClassName"] = "online-high"
+    del online["spec"]["template"]["spec"]["containers"][0]["securityContext"]
+    added["deployment.training.online-in-training.yaml"] = online
     added["pytorchjob.training.no-crd.yaml"] = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
                                                 "metadata": {"name": "no-crd", "namespace": "training"},
                                                 "spec": {"pytorchReplicaSpecs": {}}}
@@ -225,6 +239,13 @@ def test_fault_privileged_pod_where_pod_security_forbids_it(faults):
     _, report = faults
     found = _problems(report, "ReplicaSet/training/debug-shell")
     assert any('violates PodSecurity "baseline:latest": privileged' in m for m in found), found
+
+
+def test_fault_training_deployment_at_the_online_priority_is_denied_by_the_admission_policy(faults):
+    _, report = faults
+    found = [r for r in report["rejected"] if r["object"] == "Deployment/training/online-in-training"]
+    assert found and "ValidatingAdmissionPolicy 'colocate-col004-offline-priority'" in found[0]["message"], found
+    assert "COL004 offline-priority" in found[0]["message"], found
 
 
 def test_fault_custom_resource_without_its_crd_is_rejected(faults):

@@ -1,0 +1,21 @@
+"""AdmissionPolicies: a ValidatingAdmissionPolicy and its binding per rule that judges an object
+on its own (colocate/admission.py builds them from the rules' ``admission:`` CEL; docs/admission.md)."""
+from __future__ import annotations
+
+from typing import Iterable
+
+from constructs import Construct
+
+from colocate import admission
+from colocate.checker import Rule
+from colocate.constructs._k8s import emit
+
+
+class AdmissionPolicies(Construct):
+    """One policy and one binding per enforced rule, their configuration values as CEL literals."""
+
+    def __init__(self, scope: Construct, id: str, rules: Iterable[Rule], values: dict[str, str]):
+        super().__init__(scope, id)
+        self.objects = admission.policies(rules, values)
+        for obj in self.objects:
+            emit(self, f"{obj['kind']}-{obj['metadata']['name']}", obj)

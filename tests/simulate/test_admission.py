@@ -1,0 +1,258 @@
+"""The generated ValidatingAdmissionPolicies, judged by the real kube-apiserver 1.28 with the
+feature gate and runtime-config dist/control-plane/ gives it (docs/admission.md): every fixture
+of every enforced rule gets the same verdict from admission as from `colocate check`, and a
+hand-applied TFJob or pod that breaks a rule is denied with the rule id. The reference syncing
+through Argo CD with the policies on is the other simulation tests' (the reference enables them)."""
+from __future__ import annotations
+
+import json
+import re
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from colocate import ROOT, admission, checker
+from colocate.simulate import celcost, components, toolchain
+from colocate.simulate.control_plane import ControlPlane
+
+pytestmark = pytest.mark.simulate
+
+DIST = ROOT / "dist"
+FIXTURES = ROOT / "tests" / "policies" / "fixtures"
+RULES = checker.load_rules()
+ENFORCED = {r.id: r for r in admission.enforced(RULES)}
+DENIED = re.compile(r"ValidatingAdmissionPolicy '[^']+' with binding '[^']+' denied request: (COL\d{3}) ")
+WARNED = re.compile(r"(COL\d{3}) [a-z0-9-]+: ")
+#: Fixtures on which check and admission cannot agree, with the reason (the rule's
+#: ``admission.differs`` says it in the rule file too). Asserted exactly: a new agreement fails too.
+DIFFERENT: dict[str, str] = {}
+
+_TLS = ssl.create_default_context()
+_TLS.check_hostname = False
+_TLS.verify_mode = ssl.CERT_NONE
+
+
+def _docs(path: Path) -> list[dict]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+
+
+def _dry_run(cp: ControlPlane, obj: dict) -> tuple[int, str, list[str]]:
+    """Create ``obj`` with dryRun=All (admission runs, nothing is stored): (HTTP status, the API
+    server's message, its warnings)."""
+    meta = obj.get("metadata") or {}
+    path = cp.path(obj["apiVersion"], obj["kind"], meta.get("namespace") or "default")
+    request = urllib.request.Request(f"{cp.server}{path}?dryRun=All&fieldManager=parity", method="POST",
+                                     data=json.dumps(obj).encode(),
+                                     headers={"Authorization": f"Bearer {cp.token}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, context=_TLS, timeout=30) as response:
+            return response.status, "", response.headers.get_all("Warning") or []
+    except urllib.error.HTTPError as error:
+        body = json.loads(error.read() or b"{}")
+        return error.code, body.get("message", ""), error.headers.get_all("Warning") or []
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    binaries = toolchain.ensure(log=lambda line: None)
+    with ControlPlane(binaries) as cp:
+        components.install_crds(cp, _docs(components.CRDS / "kubeflow.org_tfjobs.yaml"))
+        # What the fixtures' objects need to exist: the reference's Namespaces (with their tier
+        # labels) and PriorityClasses, then any other namespace a fixture names, unlabelled.
+        for path in sorted(DIST.glob("apps/*/namespace.*.yaml")) + sorted(DIST.glob("apps/*/priorityclass.*.yaml")):
+            for doc in _docs(path):
+                cp.apply(doc)
+        names = {n["metadata"]["name"] for n in cp.items("/api/v1/namespaces")}
+        for path in FIXTURES.glob("*/*.yaml"):
+            for doc in _docs(path):
+                ns = (doc.get("metadata") or {}).get("namespace")
+                if ns and ns not in names and doc.get("kind") != "Namespace":
+                    cp.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+                    names.add(ns)
+        for path in sorted(DIST.glob("apps/platform/validatingadmissionpolicy*.yaml")):
+            for doc in _docs(path):
+                cp.apply(doc)
+        _wait_enforced(cp)
+        yield cp
+
+
+def _wait_enforced(cp: ControlPlane, timeout: float = 60.0) -> None:
+    """Until each policy's admission controller has compiled it: the first failing fixture of
+    every enforced error rule is denied by some policy."""
+    probes = [_docs(sorted((FIXTURES / rid).glob("fail*.yaml"))[0]) for rid, r in ENFORCED.items()
+              if r.severity == "error"]
+    deadline = time.monotonic() + timeout
+    while True:
+        pending = [p for p in probes if not any(DENIED.search(_dry_run(cp, d)[1]) for d in p if d.get("kind") != "Namespace")]
+        if not pending or time.monotonic() > deadline:
+            return
+        time.sleep(1)
+
+
+def _fixtures() -> list[Path]:
+    return sorted(p for rid in ENFORCED for p in (FIXTURES / rid).glob("*.yaml"))
+
+
+def _admission(cp: ControlPlane, fixture: Path) -> tuple[set[str], set[str], list[str]]:
+    """(rule ids a policy denied an object of the fixture with, rule ids warned, the messages)."""
+    denied, warned, messages = set(), set(), []
+    for doc in _docs(fixture):
+        if doc.get("kind") == "Namespace":
+            cp.apply(doc)  # real: the fixture's other objects live in it
+            continue
+        status, message, warnings = _dry_run(cp, doc)
+        found = DENIED.search(message)
+        if status >= 400:
+            assert found, f"{fixture}: the API server refused {doc['kind']} for another reason: {status} {message}"
+            denied.add(found[1])
+            messages.append(message)
+        for warning in warnings:
+            warned.update(WARNED.findall(warning))
+            messages.append(warning)
+    return denied, warned, messages
+
+
+def test_policies_are_all_served_and_type_check_without_a_warning(cluster):
+    """kube-controller-manager (with the gate) type-checks each policy against every kind it
+    matches, the TFJob CRD's schema included, and writes the warnings into status.typeChecking."""
+    deadline = time.monotonic() + 60
+    while True:
+        policies = cluster.items("/apis/admissionregistration.k8s.io/v1beta1/validatingadmissionpolicies")
+        if all("typeChecking" in (p.get("status") or {}) for p in policies) or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert sorted(p["metadata"]["labels"][admission.RULE_LABEL] for p in policies) == sorted(ENFORCED)
+    for policy in policies:
+        status = policy.get("status") or {}
+        assert "typeChecking" in status, f"{policy['metadata']['name']} was never type-checked"
+        assert not status["typeChecking"].get("expressionWarnings"), status["typeChecking"]
+
+
+@pytest.mark.parametrize("fixture", _fixtures(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_check_and_admission_agree(cluster, fixture):
+    """Denied exactly when check reports an enforced error rule, by one of those rules (the API
+    server names the first denying policy only); warned for every enforced warning rule."""
+    result = checker.check([fixture])
+    errors = {f.rule for f in result.findings if f.rule in ENFORCED and f.severity == "error"}
+    warnings = {f.rule for f in result.findings if f.rule in ENFORCED and f.severity == "warning"}
+    denied, warned, messages = _admission(cluster, fixture)
+    key = f"{fixture.parent.name}/{fixture.name}"
+    agree = (bool(denied) == bool(errors) and denied <= errors
+             and (not denied or len(errors) > 1 or denied == errors) and warnings <= warned)
+    if key in DIFFERENT:
+        assert not agree, f"{key} now agrees: remove it from DIFFERENT"
+        return
+    assert agree, (f"{key}: check {sorted(errors)} errors, {sorted(warnings)} warnings; admission denied "
+                   f"{sorted(denied)}, warned {sorted(warned)}: {messages}")
+    rule = fixture.parent.name
+    if fixture.name.startswith("fail") and ENFORCED[rule].severity == "error" and errors == {rule}:
+        assert denied == {rule}
+        assert ENFORCED[rule].fix.split()[0] in messages[0] and "field " in messages[0]
+
+
+def test_every_enforced_rule_denies_one_of_its_failing_fixtures_by_name(cluster):
+    """Each enforced rule, on at least one of its failing fixtures, is the rule the API server names."""
+    for rid, rule in ENFORCED.items():
+        named = set()
+        for fixture in sorted((FIXTURES / rid).glob("fail*.yaml")):
+            denied, warned, _ = _admission(cluster, fixture)
+            named |= denied | warned
+        assert rid in named, f"{rid}: no failing fixture was denied or warned by name"
+
+
+TFJOB = {
+    "apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "hand-applied", "namespace": "training"},
+    "spec": {"runPolicy": {"cleanPodPolicy": "All"}, "tfReplicaSpecs": {
+        "Worker": {"replicas": 1, "restartPolicy": "OnFailure", "template": {"spec": {
+            "priorityClassName": "offline-batch", "terminationGracePeriodSeconds": 30,
+            "containers": [{"name": "tensorflow", "image": "harbor.example.com/ml/tf:2.11.0",
+                            "resources": {"requests": {"cpu": "1", "memory": "2Gi"},
+                                          "limits": {"cpu": "2", "memory": "2Gi"}}}]}}}}},
+}
+
+
+def _kubectl_apply(cp: ControlPlane, obj: dict) -> subprocess.CompletedProcess:
+    """``kubectl apply -f -``: what an engineer does by hand."""
+    return subprocess.run([str(toolchain.BIN / "kubectl"), f"--kubeconfig={cp.kubeconfig}", "apply", "-f", "-"],
+                          input=yaml.safe_dump(obj), text=True, capture_output=True, timeout=60)
+
+
+def _with(obj: dict, path: str, value) -> dict:
+    out = json.loads(json.dumps(obj))
+    *keys, last = path.split(".")
+    node = out
+    for key in keys:
+        node = node[key]
+    node[last] = value
+    return out
+
+
+@pytest.mark.parametrize("change,rule", [
+    ("spec.tfReplicaSpecs.Worker.template.spec.priorityClassName", "COL004"),
+    ("spec.runPolicy.schedulingPolicy", "COL109"),
+    ("spec.tfReplicaSpecs.PS", "COL103"),
+], ids=["online-high-template", "online-high-gang", "ps-with-gpu"])
+def test_hand_applied_tfjob_is_denied_with_the_rule_id(cluster, change, rule):
+    if change.endswith("priorityClassName"):
+        job = _with(TFJOB, change, "online-high")
+    elif change.endswith("schedulingPolicy"):
+        job = _with(TFJOB, change, {"priorityClass": "online-high"})
+    else:
+        ps = json.loads(json.dumps(TFJOB["spec"]["tfReplicaSpecs"]["Worker"]))
+        ps["template"]["spec"]["containers"][0]["resources"] = {
+            "requests": {"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": "1"},
+            "limits": {"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": "1"}}
+        job = _with(TFJOB, change, ps)
+    done = _kubectl_apply(cluster, job)
+    assert done.returncode != 0 and rule in done.stderr and "denied request" in done.stderr, done
+    assert _kubectl_apply(cluster, TFJOB).returncode == 0  # the same job, rule kept, is created
+
+
+def test_online_pod_with_cpu_limit_above_request_is_denied(cluster):
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "burst", "namespace": "online"},
+           "spec": {"priorityClassName": "online-high", "containers": [{
+               "name": "server", "image": "harbor.example.com/ml/server:1.0.0",
+               "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "1Gi"}}}]}}
+    done = _kubectl_apply(cluster, pod)
+    assert done.returncode != 0 and "COL002" in done.stderr and "denied request" in done.stderr, done
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2000m"  # == 2 once the API server parses it
+    done = _kubectl_apply(cluster, pod)
+    assert done.returncode == 0, done
+
+
+def test_reference_dist_is_admitted_whole(cluster):
+    """Every object of the reference (besides the kubeadm and node files, which are no API
+    objects) is admitted by the API server with the policies on: dry-run, in sync-wave order."""
+    refused = []
+    for path in sorted(DIST.glob("apps/*/*.yaml")):
+        for doc in _docs(path):
+            try:
+                cluster.path(doc["apiVersion"], doc["kind"])
+            except Exception:
+                continue  # a kind whose CRD this control plane does not install (Argo CD, Prometheus)
+            status, message, _ = _dry_run(cluster, doc)
+            if status >= 400 and status != 409:
+                refused.append(f"{path.relative_to(DIST)}: {status} {message}")
+    assert not refused, "\n".join(refused)
+
+
+def test_every_policy_costs_far_less_than_the_api_server_limits():
+    """The API server's own CEL code (bin/celcost, k8s.io/apiserver at the pinned version) on every
+    reference object, every fixture, and TFJobs and Deployments far larger than any we write, whole
+    and broken everywhere: no error, and each policy under a tenth of the per-expression limit."""
+    results = celcost.measure(*celcost.reference_cases())
+    assert not [r for r in results if r["errors"]], [r for r in results if r["errors"]][:3]
+    assert {r["policy"] for r in results} == {admission.policy_name(r) for r in ENFORCED.values()}
+    for r in results:
+        assert r["limit"] == celcost.PER_CALL_LIMIT and r["budget"] == celcost.BINDING_BUDGET
+        assert r["validationCost"] + r["messageCost"] < celcost.PER_CALL_LIMIT / 10, r
+    # celcost judges as the API server and check do on the fixtures: the broken ones fail.
+    assert not [r for r in results if r["object"].endswith("/large") and not r["allowed"]]
+    assert {r["policy"] for r in results if r["object"].endswith("/large-broken") and not r["allowed"]} >= {
+        "colocate-col004-offline-priority", "colocate-col009-image-from-mirror", "colocate-col002-online-guaranteed"}
