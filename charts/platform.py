@@ -11,7 +11,7 @@ from colocate.charts._base import AppSpec, ColocateChart
 from colocate.constructs import device_plugin as plugin
 from colocate.constructs.argocd_application import helm_chart
 from colocate import admission
-from colocate.checker import load_rules
+from colocate.rule_files import read_rules
 from colocate.constructs.admission_policies import AdmissionPolicies
 from colocate.constructs.namespace import Namespace, NamespaceProps
 from colocate.constructs.node_pool import NodePool
@@ -79,7 +79,7 @@ class PlatformChart(ColocateChart):
             Namespace(self, f"namespace-{name}", NamespaceProps(name=name, enforce=level))
         # The rules that judge an object alone, enforced by the API server too (opt-in: 1.28
         # needs a feature gate, which dist/control-plane/ then sets; docs/admission.md).
-        self.admission = AdmissionPolicies(self, "admission", load_rules(), admission.values(cluster, config)) \
+        self.admission = AdmissionPolicies(self, "admission", read_rules(), admission.values(cluster, config)) \
             if config.admission_policies else None
 
     def applications(self, config: Config) -> list[AppSpec]:

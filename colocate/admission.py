@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Iterable
 
-from colocate.checker import Rule, _fill
+from colocate.rule_files import Rule, fill, placeholder_values
 from colocate.model.names import TIER_LABEL
 
 API_VERSION = "admissionregistration.k8s.io/v1beta1"
@@ -163,7 +163,7 @@ def _resource_rules(rule: Rule) -> list[dict]:
 def policy(rule: Rule, values: dict[str, str]) -> list[dict[str, Any]]:
     """The ValidatingAdmissionPolicy and its binding for one rule (``values`` fill the placeholders)."""
     rule = rule.filled(values)
-    rule = replace(rule, admission=_fill(rule.admission, values))
+    rule = replace(rule, admission=fill(rule.admission, values))
     adm = rule.admission
     name = policy_name(rule)
     labels = {RULE_LABEL: rule.id}
@@ -207,8 +207,6 @@ def policies(rules: Iterable[Rule], values: dict[str, str]) -> list[dict[str, An
 def values(cluster, config) -> dict[str, str]:
     """The placeholders' values from colocate.yaml and the cluster, as check fills them, plus
     the proxied registries as a CEL list body."""
-    from colocate import checker
-
-    ctx = checker._context(cluster, [], config.gitops.min_argocd_version, config.registry_host,
-                           config.registry_proxy_projects)
-    return {**ctx.values, "proxied_registries_cel": ", ".join(_literal(r) for r in sorted(ctx.proxied_registries))}
+    proxied = sorted(config.registry_proxy_projects)
+    return {**placeholder_values(cluster, config.registry_host, proxied),
+            "proxied_registries_cel": ", ".join(_literal(r) for r in proxied)}

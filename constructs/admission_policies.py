@@ -7,7 +7,7 @@ from typing import Iterable
 from constructs import Construct
 
 from colocate import admission
-from colocate.checker import Rule
+from colocate.rule_files import Rule
 from colocate.constructs._k8s import emit
 
 

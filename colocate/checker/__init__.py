@@ -26,13 +26,14 @@ from colocate.checker.findings import (
     suppressions,
 )
 from colocate.checker.model import (
-    INPUT_RULE, INPUT_RULE_ID, RULES_DIR, SCHEMA_RULE, SCHEMA_RULE_ID, CheckResult, Context, Finding, Index, Rule, Timings,
+    INPUT_RULE, INPUT_RULE_ID, SCHEMA_RULE, SCHEMA_RULE_ID, CheckResult, Context, Finding, Index, Rule, Timings,
     Violation,
 )
 from colocate.checker.reads import SKELETON, WHOLE, WORKLOAD_KINDS, _EVERYTHING, Reads, reads, rule_reads, seen_as, skeleton, viewed_index
 from colocate.checker.rules import LOCAL_CHECKS, judges_alone, load_rules
 from colocate.errors import InputError
 from colocate.manifests import Doc
+from colocate.rule_files import RULES_DIR
 from colocate.model import pool_facts
 from colocate.model.cluster import reference
 

@@ -7,7 +7,8 @@ from typing import Any, Iterable, Iterator
 
 from colocate.errors import ColocateError
 from colocate.manifests import Doc
-from colocate.checker.model import Context, Finding, Index, Rule, Timings, Violation, _fill
+from colocate.checker.model import Context, Finding, Index, Rule, Timings, Violation
+from colocate.rule_files import fill as _fill
 from colocate.checker.reads import rule_reads, viewed_index
 from colocate.checker.rules import _check_function, judges_alone
 

@@ -2,57 +2,18 @@
 the index of every checked object."""
 from __future__ import annotations
 
-import json
-import string
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from colocate import kubeconform, manifests
 from colocate.model.cluster import Cluster
-from colocate.model.names import TIER_LABEL
-from colocate.resources import data_path
 from colocate.model.pool_facts import PoolFacts
 from colocate.manifests import Doc, PodSpec
+from colocate.rule_files import Rule, placeholder_values
 
-RULES_DIR = data_path("colocate.policies", "rules")
-_RULE_SCHEMA = json.loads(data_path("colocate", "schemas", "rule.schema.json").read_text())
 SCHEMA_RULE_ID = "SCHEMA"
 #: Notices about the input itself: folders that are not plain manifests.
 INPUT_RULE_ID = "INPUT"
-
-
-def _fill(value: Any, values: dict[str, str]) -> Any:
-    """Replace ``${name}`` placeholders in every string of a rule's schema or text."""
-    if isinstance(value, str):
-        return string.Template(value).substitute(values)
-    if isinstance(value, dict):
-        return {k: _fill(v, values) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_fill(v, values) for v in value]
-    return value
-
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    name: str
-    severity: str
-    category: str
-    target: str
-    rationale: str
-    message: str
-    fix: str
-    scope: str = "all"
-    kinds: tuple[str, ...] = ()
-    schema: dict | None = None
-    check: str | None = None
-    #: CEL the generated ValidatingAdmissionPolicy runs (colocate/admission.py); None: check only.
-    admission: dict | None = None
-
-    def filled(self, values: dict[str, str]) -> "Rule":
-        """The rule with the ``${name}`` placeholders of its message and fix replaced, as findings
-        show them (a rationale has none: it may quote ``$`` from PromQL or Grafana)."""
-        return replace(self, message=_fill(self.message, values), fix=_fill(self.fix, values))
 
 
 #: kubeconform's findings and the notices about the input, described like rules for
@@ -116,11 +77,7 @@ class Context:
     @property
     def values(self) -> dict[str, str]:
         """Placeholders rule files may use."""
-        c = self.cluster
-        return {"online_priority": c.tier("online").name, "offline_priority": c.tier("offline").name,
-                "registry_host": self.registry_host, "proxied_registries": ", ".join(sorted(self.proxied_registries)),
-                "online_taint_key": c.online_taint.key, "tier_label": TIER_LABEL,
-                "offline_namespaces": ", ".join(sorted(self.offline_namespaces))}
+        return placeholder_values(self.cluster, self.registry_host, self.proxied_registries, self.offline_namespaces)
 
     def scope_of(self, pod: PodSpec) -> str:
         ns = pod.doc.namespace

@@ -5,9 +5,9 @@ import importlib
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
-from colocate.errors import ColocateError, InputError
+from colocate.errors import InputError
 
-from colocate.checker.model import RULES_DIR, Rule, _RULE_SCHEMA
+from colocate.rule_files import RULES_DIR, Rule, read_rules
 
 
 @lru_cache(maxsize=None)
@@ -20,24 +20,12 @@ def _config_module():
 
 
 def load_rules(rules_dir: Path = RULES_DIR) -> tuple[Rule, ...]:
-    """Every rule, ordered by id. A malformed rule file stops the check (exit 2)."""
-    rules = []
-    for path in sorted(rules_dir.glob("*.yaml")):
-        data = _config_module().load_yaml_file(path)
-        _config_module().validate(data, _RULE_SCHEMA, str(path))
-        if not path.stem.startswith(data["id"]):
-            raise InputError(str(path), "$.id", f"file name must start with the rule id {data['id']}")
-        if "check" in data:
-            _check_function(data["check"], str(path))
-        rules.append(Rule(**{**data, "kinds": tuple(data.get("kinds", ()))}))
-    if not rules:
-        # An installed colocate without its rule files would pass everything: refuse instead.
-        raise ColocateError(f"no policy rule found in {rules_dir}; the colocate installation is incomplete "
-                            "(reinstall it, or check the package data in pyproject.toml)")
-    ids = [r.id for r in rules]
-    if len(set(ids)) != len(ids):
-        raise InputError(str(rules_dir), "", "two rule files share an id")
-    return tuple(rules)
+    """Every rule, ordered by id, each Python check found. A malformed rule file stops the check (exit 2)."""
+    rules = read_rules(rules_dir)
+    for rule in rules:
+        if rule.check is not None:
+            _check_function(rule.check, str(next(rules_dir.glob(f"{rule.id}*.yaml"))))
+    return rules
 
 
 def _check_function(name: str, where: str = "") -> Callable:

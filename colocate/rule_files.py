@@ -1,0 +1,83 @@
+"""The rule files of ``policies/rules/`` as data: what each rule is, says and asks (its schema,
+its Python check's name, its admission CEL), and the placeholders its text may use. Read by the
+checker (which runs them) and by synth (which turns the admission CEL into policies); what
+running a rule means is the checker's (colocate/checker/)."""
+from __future__ import annotations
+
+import json
+import string
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Iterable
+
+from colocate.errors import ColocateError, InputError
+from colocate.model.cluster import Cluster
+from colocate.model.names import TIER_LABEL
+from colocate.resources import data_path
+
+RULES_DIR = data_path("colocate.policies", "rules")
+_RULE_SCHEMA = json.loads(data_path("colocate", "schemas", "rule.schema.json").read_text())
+
+
+def fill(value: Any, values: dict[str, str]) -> Any:
+    """Replace ``${name}`` placeholders in every string of a rule's schema or text."""
+    if isinstance(value, str):
+        return string.Template(value).substitute(values)
+    if isinstance(value, dict):
+        return {k: fill(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, values) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    name: str
+    severity: str
+    category: str
+    target: str
+    rationale: str
+    message: str
+    fix: str
+    scope: str = "all"
+    kinds: tuple[str, ...] = ()
+    schema: dict | None = None
+    check: str | None = None
+    #: CEL the generated ValidatingAdmissionPolicy runs (colocate/admission.py); None: check only.
+    admission: dict | None = None
+
+    def filled(self, values: dict[str, str]) -> "Rule":
+        """The rule with the ``${name}`` placeholders of its message and fix replaced, as findings
+        show them (a rationale has none: it may quote ``$`` from PromQL or Grafana)."""
+        return replace(self, message=fill(self.message, values), fix=fill(self.fix, values))
+
+
+def read_rules(rules_dir: Path = RULES_DIR) -> tuple[Rule, ...]:
+    """Every rule file, validated and ordered by id. A malformed one is bad input (exit 2)."""
+    from colocate import config as config_mod  # here: a check answered from its cache needs none of it
+
+    rules = []
+    for path in sorted(rules_dir.glob("*.yaml")):
+        data = config_mod.load_yaml_file(path)
+        config_mod.validate(data, _RULE_SCHEMA, str(path))
+        if not path.stem.startswith(data["id"]):
+            raise InputError(str(path), "$.id", f"file name must start with the rule id {data['id']}")
+        rules.append(Rule(**{**data, "kinds": tuple(data.get("kinds", ()))}))
+    if not rules:
+        # An installed colocate without its rule files would pass everything: refuse instead.
+        raise ColocateError(f"no policy rule found in {rules_dir}; the colocate installation is incomplete "
+                            "(reinstall it, or check the package data in pyproject.toml)")
+    ids = [r.id for r in rules]
+    if len(set(ids)) != len(ids):
+        raise InputError(str(rules_dir), "", "two rule files share an id")
+    return tuple(rules)
+
+
+def placeholder_values(cluster: Cluster, registry_host: str = "", proxied_registries: Iterable[str] = (),
+                       offline_namespaces: Iterable[str] = ()) -> dict[str, str]:
+    """The ``${name}`` placeholders rule files may use, from the cluster and colocate.yaml."""
+    return {"online_priority": cluster.tier("online").name, "offline_priority": cluster.tier("offline").name,
+            "registry_host": registry_host, "proxied_registries": ", ".join(sorted(proxied_registries)),
+            "online_taint_key": cluster.online_taint.key, "tier_label": TIER_LABEL,
+            "offline_namespaces": ", ".join(sorted(offline_namespaces or (cluster.training_namespace,)))}
