@@ -171,11 +171,12 @@ class Unusual(Exception):
 _TYPED = {_TAG + "bool": "bool", _TAG + "int": "int", _TAG + "float": "float"}
 
 
-def direct(node: Any) -> Any:
+def direct(node: Any, seen: set[int] | None = None) -> Any:
     """The node as JSON values, the same as ``plain(construct_document(node))`` for what
     manifests hold (string keys, the core tags, no aliases), at a fraction of the cost; raises
     Unusual for anything else (merge keys, other tags, non-string keys, typed values that do
-    not decode), which then takes that slower, general path and its errors."""
+    not decode, a mapping or sequence met twice: an alias), which then takes that slower, general
+    path and its errors (an alias there is expanded within a budget, and one inside itself refused)."""
     cls = node.__class__
     if cls is yaml.ScalarNode:
         tag = node.tag
@@ -189,6 +190,11 @@ def direct(node: Any) -> Any:
             if kind == typed:
                 return value
         raise Unusual
+    if seen is None:
+        seen = set()
+    if id(node) in seen:
+        raise Unusual
+    seen.add(id(node))
     if cls is yaml.MappingNode and node.tag == _MAP:
         out = {}
         for key, value in node.value:
@@ -197,10 +203,10 @@ def direct(node: Any) -> Any:
             name = direct(key)
             if name.__class__ is not str:
                 raise Unusual  # 1 and true are one key to PyYAML, two to JSON: the general path
-            out[name] = direct(value)
+            out[name] = direct(value, seen)
         return out
     if cls is yaml.SequenceNode and node.tag == _SEQ:
-        return [direct(item) for item in node.value]
+        return [direct(item, seen) for item in node.value]
     raise Unusual
 
 
@@ -212,11 +218,10 @@ def load_plain(text: str, where: str) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
-        if "&" not in text:
-            try:
-                return direct(node)
-            except (Unusual, RecursionError):
-                pass
+        try:
+            return direct(node)
+        except (Unusual, RecursionError):
+            pass
         return plain(loader.construct_document(node), where, node.start_mark.line + 1, len(text))
     finally:
         loader.dispose()

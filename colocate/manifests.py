@@ -229,18 +229,15 @@ def _read(path: Path) -> str:
 def _yaml_documents(path: Path, text: str) -> Iterator[tuple[int, Any, Any]]:
     """(line, object, node) per YAML document."""
     loader = goyaml.Loader(text)
-    # An alias needs an anchor (&name): without one, each node is read once and direct() applies.
-    direct = "&" not in text
     try:
         while loader.check_node():
             node = loader.get_node()
             line = node.start_mark.line + 1
-            obj = goyaml.Unusual
-            if direct:
-                try:
-                    obj = goyaml.direct(node)
-                except (goyaml.Unusual, RecursionError):
-                    pass
+            # direct() leaves aliases, and all else unusual, to the general path below.
+            try:
+                obj = goyaml.direct(node)
+            except (goyaml.Unusual, RecursionError):
+                obj = goyaml.Unusual
             if obj is goyaml.Unusual:
                 obj = goyaml.plain(loader.construct_document(node), str(path), line, len(text))
             yield line, obj, node
