@@ -376,3 +376,18 @@ def test_a_replica_count_of_the_wrong_type_is_a_schema_error_not_a_crash(tmp_pat
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli.main(["check", str(path)])
     assert code == 1 and "SCHEMA" in out.getvalue() and "internal error" not in err.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("kind", ["PriorityClass", "Namespace", "ConfigMap"])
+def test_labels_that_are_not_a_mapping_are_a_schema_finding_not_a_crash(tmp_path, kind):
+    """Found by test_mutated_manifests_never_crash_the_checker: metadata.labels wrapped in a list
+    reached COL011's tier lookup (and the namespace tiers, the dashboard sidecar label, Pod
+    Security) as a list, and check stopped with an internal error (exit 3)."""
+    obj = {"apiVersion": "v1", "kind": kind, "metadata": {"name": "x", "labels": [{"colocate.io/tier": "online"}]}}
+    if kind == "PriorityClass":
+        obj = {**obj, "apiVersion": "scheduling.k8s.io/v1", "value": 1000}
+    if kind == "ConfigMap":
+        obj["metadata"]["namespace"] = "monitoring"
+        obj["data"] = {"d.json": json.dumps({"panels": []})}
+    proc = checked(str(write(tmp_path / "x.yaml", [obj])), code=1)
+    assert "SCHEMA" in proc.stdout and "internal error" not in proc.stderr

@@ -25,7 +25,7 @@ def _context(cluster: Cluster, docs: list[Doc], min_argocd_version: tuple[int, i
     offline = {cluster.training_namespace}
     for doc in docs:
         if doc.kind == "Namespace":
-            tier = (doc.metadata.get("labels") or {}).get(TIER_LABEL)
+            tier = doc.labels.get(TIER_LABEL)
             {"online": online, "offline": offline}.get(tier, set()).add(doc.name)
     return Context(cluster, online, offline, min_argocd_version, registry_host, frozenset(proxied_registries),
                    shared_storage_class=shared_storage_class)

@@ -31,6 +31,12 @@ class ObjectView:
         return meta if isinstance(meta, dict) else {}
 
     @property
+    def labels(self) -> dict[str, Any]:
+        """metadata.labels, or {} when it is missing or not a mapping (the schema reports that)."""
+        labels = self.metadata.get("labels")
+        return labels if isinstance(labels, dict) else {}
+
+    @property
     def name(self) -> str:
         return str(self.metadata.get("name", ""))
 

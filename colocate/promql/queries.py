@@ -39,7 +39,7 @@ def is_dashboard(doc: ObjectView) -> bool:
 def is_provisioned(doc: ObjectView) -> bool:
     """Carries the label, with the value, that kube-prometheus-stack's Grafana sidecar selects
     dashboard ConfigMaps by (k8s-sidecar 1.25.2 src/resources.py: label_selector label=value)."""
-    return str((doc.metadata.get("labels") or {}).get(DASHBOARD_SIDECAR_LABEL)) == DASHBOARD_SIDECAR_LABEL_VALUE
+    return str(doc.labels.get(DASHBOARD_SIDECAR_LABEL)) == DASHBOARD_SIDECAR_LABEL_VALUE
 
 
 def dashboard_documents(doc: ObjectView) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -68,8 +68,8 @@ class Usage:
 
 
 def _tier_of(docs: Iterable[Doc]) -> Callable[[PodSpec], str]:
-    by_class = {d.name: (d.metadata.get("labels") or {}).get(TIER_LABEL) for d in docs if d.kind == "PriorityClass"}
-    by_ns = {d.name: (d.metadata.get("labels") or {}).get(TIER_LABEL) for d in docs if d.kind == "Namespace"}
+    by_class = {d.name: d.labels.get(TIER_LABEL) for d in docs if d.kind == "PriorityClass"}
+    by_ns = {d.name: d.labels.get(TIER_LABEL) for d in docs if d.kind == "Namespace"}
     return lambda pod: by_class.get(pod.spec.get("priorityClassName") or "") or by_ns.get(pod.doc.namespace) \
         or DEFAULT_TIER
 

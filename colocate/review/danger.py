@@ -137,7 +137,8 @@ def _tier_classes(objects: dict[Any, Entry]) -> list[TierClass]:
     out = []
     for entry in objects.values():
         obj = entry.obj
-        role = ((obj.get("metadata") or {}).get("labels") or {}).get(TIER_LABEL)
+        labels = (obj.get("metadata") or {}).get("labels")
+        role = labels.get(TIER_LABEL) if isinstance(labels, dict) else None
         value = obj.get("value")
         if entry.key.kind == "PriorityClass" and isinstance(role, str) and isinstance(value, int):
             out.append(TierClass(entry.key.name, role, value))

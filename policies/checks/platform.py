@@ -19,7 +19,7 @@ from colocate.model.pods import containers
 def _tier_role(index: Index, doc) -> str:
     """The tier a checked PriorityClass serves: its colocate.io/tier label, else the role of the
     configured tier of that name; "" for any other class."""
-    label = (doc.metadata.get("labels") or {}).get(TIER_LABEL)
+    label = doc.labels.get(TIER_LABEL)
     if isinstance(label, str) and label:
         return label
     return next((t.role for t in index.ctx.cluster.tiers if t.name == doc.name), "")

@@ -147,7 +147,7 @@ def dashboard_provisioned(index: Index, rule: Rule) -> Iterator[Violation]:
     for doc in index.of_kind("ConfigMap"):
         if promql.is_dashboard(doc) and not promql.is_provisioned(doc) and (doc.namespace, doc.name) not in mounted:
             keys = ", ".join(key for key, _ in promql.dashboard_documents(doc))
-            value = (doc.metadata.get("labels") or {}).get(DASHBOARD_SIDECAR_LABEL)
+            value = doc.labels.get(DASHBOARD_SIDECAR_LABEL)
             label = (f'has {DASHBOARD_SIDECAR_LABEL}: "{value}", not "{DASHBOARD_SIDECAR_LABEL_VALUE}"' if value is not None
                      else f"has no {DASHBOARD_SIDECAR_LABEL} label")
             yield Violation(doc, "metadata.labels", f"holds dashboard JSON ({keys}) but {label}, and no pod mounts it, "

@@ -193,7 +193,7 @@ def pod_security(index: Index, rule: Rule) -> Iterator[Violation]:
     """Pods the enforce level of their namespace (a Namespace among the checked objects) refuses."""
     levels = {}
     for ns in index.of_kind("Namespace"):
-        level = (ns.metadata.get("labels") or {}).get(ENFORCE_LABEL)
+        level = ns.labels.get(ENFORCE_LABEL)
         if level in LEVELS:
             levels[ns.name] = level
     for pod in index.pods():
