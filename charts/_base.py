@@ -78,6 +78,11 @@ class ColocateChart(Chart):
         """Name of the Application that syncs this chart's folder."""
         return f"{PART_OF}-{self.node.id}"
 
+    def rendered(self, config: Config) -> list[Any]:
+        """Upstream sources this chart installs, rendered into folders of their own
+        (charts/upstream.py ``Rendered`` rows). Default: none."""
+        return []
+
     def applications(self, config: Config) -> list[AppSpec]:
         """The Applications this chart needs: its own folder, at its wave. Charts that also
         install upstream software (a Helm chart, a kustomize overlay) add rows for it."""

@@ -1,10 +1,10 @@
-"""Monitoring: kube-prometheus-stack and the DCGM exporter as Helm-sourced Argo CD Applications,
-plus ``apps/monitoring`` with what we add to them (the generated DCGM counters CSV).
+"""Monitoring: kube-prometheus-stack and the DCGM exporter, rendered from their vendored charts
+into folders of their own (charts/upstream.py), plus ``apps/monitoring`` with what we add to them
+(the generated DCGM counters CSV).
 
-Both charts are rendered by Argo CD from their Helm repositories (mirrorable through
-colocate.yaml): re-modelling them would copy thousands of lines that upstream maintains.
-Their values are generated here, so every cluster fact (pools, taints, release label,
-storage, registry mirror) has one source.
+Re-modelling the charts would copy thousands of lines that upstream maintains; their values are
+generated here, so every cluster fact (pools, taints, release label, storage, registry mirror)
+has one source.
 """
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from constructs import Construct
 
 from colocate.model.cluster import Cluster
 from colocate.config import Config
-from colocate.charts._base import AppSpec, ColocateChart
+from colocate.charts._base import ColocateChart
+from colocate.charts.upstream import Rendered
 from colocate.constructs import dcgm_exporter as dcgm, kube_prometheus_stack as kps
-from colocate.constructs.argocd_application import helm_chart
+from colocate.upstream import HelmSource
 from colocate.mixin import tfjob_state
 from colocate.constructs.colocation_mixin import ColocationMixin
 from colocate.mixin.config import MixinConfig
@@ -61,8 +62,8 @@ def stack(cluster: Cluster, config: Config, pools: dict[str, NodePool]) -> kps.K
 
 
 class MonitoringChart(ColocateChart):
-    """``apps/monitoring``: the DCGM counters ConfigMap. The Helm Applications are rows of
-    its ``applications``; this folder syncs with kube-prometheus-stack, before the exporter."""
+    """``apps/monitoring``: the DCGM counters ConfigMap. The rendered charts are its ``rendered``
+    rows; this folder syncs with kube-prometheus-stack, before the exporter."""
 
     sync_wave = KPS_SYNC_WAVE
 
@@ -77,26 +78,21 @@ class MonitoringChart(ColocateChart):
             monitor_labels=cluster.monitor_labels, image=self.mirrored(config, dcgm.IMAGE),
         ))
 
-    def applications(self, config: Config) -> list[AppSpec]:
-        """This folder, plus kube-prometheus-stack and the DCGM exporter as Helm Applications.
-
-        Each Helm Application is named like its release: before Argo CD 3.0 the tracking label
-        ``app.kubernetes.io/instance`` overwrites the chart's own and breaks its selectors otherwise.
-        """
-        m, ns = config.monitoring, self.cluster.monitoring_namespace
+    def rendered(self, config: Config) -> list[Rendered]:
+        """kube-prometheus-stack and the DCGM exporter, rendered from vendor/ with the values
+        generated here."""
+        ns = self.cluster.monitoring_namespace
         release, exporter = self.cluster.prometheus_release, self.dcgm.props.release
         return [
-            *super().applications(config),
-            AppSpec(release, release, helm_chart(m.prometheus_chart_repo_url, KPS_CHART, self.stack.props.chart_version,
-                                                 release, self.stack.values()),
-                    wave=KPS_SYNC_WAVE, destination_namespace=ns,
-                    # The prometheuses CRD is 345,787 bytes of JSON, over the 262,144-byte last-applied
-                    # annotation client-side apply writes (docs/gitops.md).
-                    sync_options=("ServerSideApply=true", "ApplyOutOfSyncOnly=true", "PruneLast=true"),
-                    # Deleting the Application must not delete the CRDs, and with them every
-                    # ServiceMonitor and PrometheusRule in the cluster.
-                    cascade_delete=False),
-            AppSpec(exporter, exporter, helm_chart(m.dcgm_chart_repo_url, dcgm.CHART, dcgm.CHART_VERSION, exporter,
-                                                   self.dcgm.values()),
-                    wave=DCGM_SYNC_WAVE, destination_namespace=ns, sync_options=("PruneLast=true",)),
+            Rendered(release, release, HelmSource(KPS_CHART, release, ns, self.stack.values()),
+                     version=self.stack.props.chart_version, wave=KPS_SYNC_WAVE, destination_namespace=ns,
+                     # The prometheuses CRD is 345,787 bytes of JSON, over the 262,144-byte last-applied
+                     # annotation client-side apply writes (docs/gitops.md).
+                     sync_options=("ServerSideApply=true", "ApplyOutOfSyncOnly=true", "PruneLast=true"),
+                     # Deleting the Application must not delete the CRDs, and with them every
+                     # ServiceMonitor and PrometheusRule in the cluster.
+                     cascade_delete=False),
+            Rendered(exporter, exporter, HelmSource(dcgm.CHART, exporter, ns, self.dcgm.values()),
+                     version=dcgm.CHART_VERSION, wave=DCGM_SYNC_WAVE, destination_namespace=ns,
+                     sync_options=("PruneLast=true",)),
         ]

@@ -7,9 +7,10 @@ from constructs import Construct
 
 from colocate.model.cluster import Cluster
 from colocate.config import Config
-from colocate.charts._base import AppSpec, ColocateChart
+from colocate.charts._base import ColocateChart
+from colocate.charts.upstream import Rendered
 from colocate.constructs import device_plugin as plugin
-from colocate.constructs.argocd_application import helm_chart
+from colocate.upstream import HelmSource
 from colocate import admission
 from colocate.rule_files import read_rules
 from colocate.constructs.admission_policies import AdmissionPolicies
@@ -82,14 +83,12 @@ class PlatformChart(ColocateChart):
         self.admission = AdmissionPolicies(self, "admission", read_rules(), admission.values(cluster, config)) \
             if config.admission_policies else None
 
-    def applications(self, config: Config) -> list[AppSpec]:
-        """This folder, and the NVIDIA device plugin (a Helm Application) unless colocate.yaml
-        leaves it to the GPU operator; it syncs right after the platform, before any GPU pod."""
-        rows = super().applications(config)
-        if self.device_plugin:
-            release = self.device_plugin.props.release
-            rows.append(AppSpec(release, release, helm_chart(config.device_plugin_chart_repo_url, plugin.CHART,
-                                                             plugin.CHART_VERSION, release, self.device_plugin.values()),
-                                wave=self.sync_wave + 1, destination_namespace=plugin.NAMESPACE,
-                                sync_options=("PruneLast=true",)))
-        return rows
+    def rendered(self, config: Config) -> list[Rendered]:
+        """The NVIDIA device plugin, rendered from its vendored chart, unless colocate.yaml leaves
+        it to the GPU operator; it syncs right after the platform, before any GPU pod."""
+        if not self.device_plugin:
+            return []
+        release = self.device_plugin.props.release
+        return [Rendered(release, release, HelmSource(plugin.CHART, release, plugin.NAMESPACE, self.device_plugin.values()),
+                         version=plugin.CHART_VERSION, wave=self.sync_wave + 1, destination_namespace=plugin.NAMESPACE,
+                         sync_options=("PruneLast=true",))]

@@ -1,8 +1,9 @@
 """The Kubeflow training-operator: the pinned upstream release, plus what we add to it.
 
 The operator (CRDs, RBAC, Deployment, Service) is taken from the upstream kustomize overlay
-``manifests/overlays/standalone`` at the pinned tag, by its own Argo CD Application
-(``TrainingOperatorChart.applications``); re-modelling ~1 MB of generated CRDs would only let them drift.
+``manifests/overlays/standalone`` at the pinned tag (vendored), built into ``apps/training-operator-upstream``
+with its own Application (``TrainingOperatorChart.rendered``); re-modelling ~1 MB of generated CRDs would
+only let them drift.
 This chart (``apps/training-operator``) holds what we add: the ServiceMonitor that has
 kube-prometheus-stack scrape the operator's ``/metrics``.
 """
@@ -12,7 +13,9 @@ from constructs import Construct
 
 from colocate.model.cluster import Cluster
 from colocate.config import Config
-from colocate.charts._base import AppSpec, ColocateChart
+from colocate.charts._base import ColocateChart
+from colocate.charts.upstream import Rendered
+from colocate.upstream import KustomizeSource
 from colocate.constructs.service_monitor import ServiceMonitor, ServiceMonitorProps
 from colocate.model.names import CLUSTER_CRITICAL, TRAINING_OPERATOR_JOB
 from colocate.errors import InputError
@@ -23,6 +26,8 @@ from colocate.errors import InputError
 OPERATOR_IMAGE = "kubeflow/training-operator"
 OPERATOR_TAGS = {"v1.7.0": "v1-855e096"}
 OVERLAY = "manifests/overlays/standalone"
+#: The vendored tree (vendor/sources.yaml) that holds the release's manifests/ folder.
+VENDORED_TREE = "training-operator"
 #: The overlay creates this Namespace; the platform Application owns it (PSA labels, Prune=false).
 UPSTREAM_NAMESPACE = "kubeflow"
 #: ``manifests/base/service.yaml@v1.7.0``: Service ``training-operator``, label
@@ -53,11 +58,8 @@ class TrainingOperatorChart(ColocateChart):
             name=TRAINING_OPERATOR_JOB, namespace=ns, service_labels=SERVICE_LABELS, port=METRICS_PORT,
             monitor_labels=cluster.monitor_labels))
 
-    def applications(self, config: Config) -> list[AppSpec]:
-        return [*super().applications(config), self._upstream(config)]
-
-    def _upstream(self, config: Config) -> AppSpec:
-        """The Application that installs the pinned upstream operator."""
+    def rendered(self, config: Config) -> list[Rendered]:
+        """The pinned upstream operator: the overlay built with our namespace, mirrored image and patches."""
         cluster = self.cluster
         version = config.training_operator_version
         tag = OPERATOR_TAGS.get(version)
@@ -69,26 +71,17 @@ class TrainingOperatorChart(ColocateChart):
                             f"metadata:\n  name: {UPSTREAM_NAMESPACE}\n")
         operator_priority = (f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {OPERATOR_DEPLOYMENT}\n"
                              f"spec:\n  template:\n    spec:\n      priorityClassName: {OPERATOR_PRIORITY_CLASS}\n")
-        return AppSpec(
-            "training-operator-upstream", f"{self.app_name}-upstream",
-            source={
-                "repoURL": config.training_operator_repo_url,
-                "targetRevision": version,
-                "path": OVERLAY,
-                "kustomize": {
-                    "namespace": cluster.kubeflow_namespace,
-                    "images": [f"{OPERATOR_IMAGE}={self.mirrored(config, f'{OPERATOR_IMAGE}:{tag}')}"],
-                    "patches": [
-                        {"target": {"kind": "Namespace", "name": UPSTREAM_NAMESPACE}, "patch": delete_namespace},
-                        {"target": {"kind": "Deployment", "name": OPERATOR_DEPLOYMENT}, "patch": operator_priority},
-                    ],
-                },
-            },
-            destination_namespace=cluster.kubeflow_namespace,
-            wave=SYNC_WAVE,
+        source = KustomizeSource(
+            VENDORED_TREE, OVERLAY.removeprefix("manifests/"), cluster.kubeflow_namespace,
+            images=(f"{OPERATOR_IMAGE}={self.mirrored(config, f'{OPERATOR_IMAGE}:{tag}')}",),
+            patches=({"target": {"kind": "Namespace", "name": UPSTREAM_NAMESPACE}, "patch": delete_namespace},
+                     {"target": {"kind": "Deployment", "name": OPERATOR_DEPLOYMENT}, "patch": operator_priority}))
+        return [Rendered(
+            f"{self.app_name}-upstream", "training-operator-upstream", source, version=version,
+            destination_namespace=cluster.kubeflow_namespace, wave=SYNC_WAVE,
             # The CRDs are ~230-250 KB of JSON, too close to the 262144-byte last-applied
             # annotation of client-side apply (docs/gitops.md).
             sync_options=("ServerSideApply=true", "PruneLast=true"),
             # Deleting this Application must not cascade: removing the CRDs deletes every TFJob.
             cascade_delete=False,
-        )
+        )]

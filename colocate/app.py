@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from cdk8s import App
 
-from colocate import ROOT, config as config_mod, jobs as jobs_mod, render
+from colocate import ROOT, config as config_mod, jobs as jobs_mod, render, upstream, vendored
 from colocate.errors import InputError
 from colocate.resources import repository
 from colocate.model import cluster as cluster_mod
@@ -22,6 +22,7 @@ from colocate.charts.platform import PlatformChart
 from colocate.charts.training import TrainingChart
 from colocate.charts.training_control import TrainingControlChart
 from colocate.charts.training_operator import TrainingOperatorChart
+from colocate.charts.upstream import RenderedChart
 
 DIST = ROOT / "dist"
 
@@ -56,38 +57,64 @@ def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster 
         observability := ObservabilityChart(app, cluster),
         MonitoringChart(app, cluster, config, pools, dcgm_used_fields=observability.mixin.dcgm_fields()),
     ]
+    target = upstream.Target(config.kubernetes_version, served_api_versions(config))
+    app_charts += [RenderedChart(app, row, target) for chart in list(app_charts) for row in chart.rendered(config)]
     applications = ApplicationsChart(app, config, app_charts)
     # Last: the nodes' registry mirror serves every upstream image the charts above deploy.
-    upstream = set().union(*(c.upstream_images for c in app_charts))
+    images = set().union(*(c.upstream_images for c in app_charts))
     for chart in node_charts:
-        chart.add_containerd(config, upstream)
+        chart.add_containerd(config, images)
     bootstrap = BootstrapChart(app, config, applications)
     control_plane = ControlPlaneChart(app, admission_policies=config.admission_policies)
     return Built(app, [control_plane, *node_charts, *app_charts, applications, bootstrap], config, cluster)
 
 
-def manifests(built: Built) -> list[render.Manifest]:
-    """Synthesize every chart (cdk8s resolves patches and labels here)."""
+def served_api_versions(config: config_mod.Config) -> tuple[str, ...]:
+    """The API group/versions dist/ makes the cluster serve beyond the built-in ones: its CRDs',
+    and the v1beta1 admission policies when they are on. Argo CD passes the destination's served
+    versions to ``helm template --api-versions``; these are the ones a synced cluster adds."""
+    out = ["argoproj.io/v1alpha1", "kubeflow.org/v1", "monitoring.coreos.com/v1", "monitoring.coreos.com/v1alpha1"]
+    if config.admission_policies:
+        out.append("admissionregistration.k8s.io/v1beta1")
+    return tuple(sorted(out))
+
+
+def manifests(built: Built, reuse: Sequence[Path] = (DIST,)) -> list[render.Manifest]:
+    """Synthesize every chart (cdk8s resolves patches and labels here); a rendered chart's objects
+    are read back from the first tree of ``reuse`` that holds them unchanged, else rendered."""
     out = []
     for chart in built.charts:
-        out.extend(render.Manifest(chart.folder, obj) for obj in chart.to_json())
+        objects = chart.objects(reuse) if isinstance(chart, RenderedChart) else chart.to_json()
+        out.extend(render.Manifest(chart.folder, obj) for obj in objects)
     return out
 
 
-def render_files(built: Built) -> dict[str, str]:
-    items = manifests(built)
+def render_files(built: Built, reuse: Sequence[Path] = (DIST,)) -> dict[str, str]:
+    items = manifests(built, reuse)
     apps = {c.folder: c.app_name for c in built.charts if c.is_app}
     apps[next(c.folder for c in built.charts if isinstance(c, ApplicationsChart))] = ROOT_APP
-    doc = render.index(items, built.config.release, built.config.kubernetes_version, apps)
+    rendered = {}
+    for chart in built.charts:
+        if isinstance(chart, RenderedChart):
+            files = {m.filename: render.dump(render.canonical(m.obj)) for m in items if m.folder == chart.folder}
+            rendered[chart.folder] = {"renderer": chart.row.source.renderer, "source": vendored_path(chart),
+                                      "inputs": chart.inputs, "output": upstream.output_digest(files)}
+    doc = render.index(items, built.config.release, built.config.kubernetes_version, apps, rendered)
     extra = {f"{c.folder}/{path}": text for c in built.charts for path, text in c.extra_files.items()}
     return render.render(items, doc, extra)
+
+
+def vendored_path(chart: RenderedChart) -> str:
+    source = chart.row.source
+    root = vendored.load()[source.tree].path
+    return f"{root}/{source.path}" if isinstance(source, upstream.KustomizeSource) else root
 
 
 def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path | None = None,
           jobs_required: bool | None = None, on_swap: Callable[[], None] | None = None) -> dict[str, str]:
     """Build, render and write dist/. Any error before the swap leaves ``outdir`` untouched."""
     render.check_outdir(outdir)  # before the minutes of building, not after
-    files = _render(config_path, jobs_dir, jobs_required)
+    files = _render(config_path, jobs_dir, jobs_required, (outdir, DIST))
     _refuse_findings(files, outdir, config_path)
     try:
         render.write_tree(files, outdir, on_swap)
@@ -115,9 +142,10 @@ def _refuse_findings(files: dict[str, str], outdir: Path, config_path: Path | No
 def stale(outdir: Path = DIST, config_path: Path | None = None,
           jobs_dir: Path | None = None, jobs_required: bool | None = None) -> render.TreeDiff:
     """What ``synth`` would change in ``outdir``; writes nothing."""
-    return render.compare_tree(_render(config_path, jobs_dir, jobs_required), outdir)
+    return render.compare_tree(_render(config_path, jobs_dir, jobs_required, (outdir, DIST)), outdir)
 
 
-def _render(config_path: Path | None, jobs_dir: Path | None, jobs_required: bool | None = None) -> dict[str, str]:
+def _render(config_path: Path | None, jobs_dir: Path | None, jobs_required: bool | None = None,
+            reuse: Sequence[Path] = (DIST,)) -> dict[str, str]:
     config = config_mod.load(config_path) if config_path else config_mod.load()
-    return render_files(build(config, jobs_dir=jobs_dir, jobs_required=jobs_required))
+    return render_files(build(config, jobs_dir=jobs_dir, jobs_required=jobs_required), reuse)

@@ -225,3 +225,24 @@ def load_plain(text: str, where: str) -> Any:
         return plain(loader.construct_document(node), where, node.start_mark.line + 1, len(text))
     finally:
         loader.dispose()
+
+
+def load_all_plain(text: str, where: str) -> list[Any]:
+    """Every document of a multi-document stream (a renderer's output), as :func:`load_plain`
+    reads one; empty documents are left out."""
+    loader = Loader(text)
+    out = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            try:
+                value = direct(node)
+            except (Unusual, RecursionError):
+                value = plain(loader.construct_document(node), where, node.start_mark.line + 1, len(text))
+            if value is not None:
+                out.append(value)
+        return out
+    finally:
+        loader.dispose()

@@ -75,11 +75,16 @@ def dump(obj: Any) -> str:
     return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120, allow_unicode=True)
 
 
-def index(manifests: list[Manifest], release: str, kubernetes_version: str, apps: dict[str, str]) -> dict:
-    """dist/index.yaml: what dist/ holds at which release. ``apps`` maps folder -> Application."""
+def index(manifests: list[Manifest], release: str, kubernetes_version: str, apps: dict[str, str],
+          rendered: Mapping[str, Mapping[str, str]] | None = None) -> dict:
+    """dist/index.yaml: what dist/ holds at which release. ``apps`` maps folder -> Application;
+    ``rendered`` folder -> how its objects were rendered (colocate/upstream.py: renderer, vendored
+    source, digests of the inputs and of the files)."""
+    rendered = rendered or {}
     folders: dict[str, dict[str, Any]] = {}
     for m in manifests:
         entry = folders.setdefault(m.folder, {**({"argocdApplication": apps[m.folder]} if m.folder in apps else {}),
+                                              **({"rendered": dict(rendered[m.folder])} if m.folder in rendered else {}),
                                               "objects": []})
         entry["objects"].append({"file": m.filename, "apiVersion": m.obj["apiVersion"], "kind": m.kind,
                                  **({"namespace": m.namespace} if m.namespace else {}),
