@@ -80,7 +80,8 @@ bench: bootstrap
 
 # Helm 3.14.4 and kustomize 5.2.1, the renderers Argo CD v2.10.15's repo server bundles, built from
 # the Go module proxy into bin/ (about 5 min cold on 2 cores; docs/third-party.md). make test and
-# test-fast build them first (tests/test_vendor_render.py needs them); synth does not.
+# test-fast build them first (tests/test_vendor_render.py, tests/test_upstream_render.py need them);
+# synth needs them only when a rendered folder's inputs changed (docs/gitops.md "Rendered manifests").
 render-tools: bootstrap
 	$(PY) -m colocate.render_toolchain
 

@@ -23,7 +23,7 @@ from colocate.constructs.colocation_mixin import ColocationMixin
 from colocate.mixin.config import MixinConfig
 from colocate.mixin.routing import ReceiverSecret
 from colocate.constructs.node_pool import NodePool
-from colocate.model.names import KPS_CHART
+from colocate.model.names import KPS_CHART, PROTECTED_ANNOTATIONS, SKIP_DRY_RUN, SYNC_OPTIONS
 
 KPS_SYNC_WAVE = -8
 DCGM_SYNC_WAVE = -6
@@ -84,7 +84,8 @@ class MonitoringChart(ColocateChart):
         ns = self.cluster.monitoring_namespace
         release, exporter = self.cluster.prometheus_release, self.dcgm.props.release
         return [
-            Rendered(release, release, HelmSource(KPS_CHART, release, ns, self.stack.values()),
+            Rendered(release, release, HelmSource(KPS_CHART, release, ns, self.stack.values(),
+                                                 annotate={"CustomResourceDefinition": PROTECTED_ANNOTATIONS}),
                      version=self.stack.props.chart_version, wave=KPS_SYNC_WAVE, destination_namespace=ns,
                      # The prometheuses CRD is 345,787 bytes of JSON, over the 262,144-byte last-applied
                      # annotation client-side apply writes (docs/gitops.md).
@@ -92,7 +93,11 @@ class MonitoringChart(ColocateChart):
                      # Deleting the Application must not delete the CRDs, and with them every
                      # ServiceMonitor and PrometheusRule in the cluster.
                      cascade_delete=False),
-            Rendered(exporter, exporter, HelmSource(dcgm.CHART, exporter, ns, self.dcgm.values()),
+            Rendered(exporter, exporter, HelmSource(dcgm.CHART, exporter, ns, self.dcgm.values(),
+                                                 # Its ServiceMonitor's CRD comes from kube-prometheus-stack, another
+                                                 # Application; gitops-engine reads this option only on the object
+                                                 # (pkg/sync/sync_context.go), and chart 3.3.0 offers no annotations value.
+                                                 annotate={"ServiceMonitor": {SYNC_OPTIONS: SKIP_DRY_RUN}}),
                      version=dcgm.CHART_VERSION, wave=DCGM_SYNC_WAVE, destination_namespace=ns,
                      sync_options=("PruneLast=true",)),
         ]

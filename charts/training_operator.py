@@ -17,7 +17,7 @@ from colocate.charts._base import ColocateChart
 from colocate.charts.upstream import Rendered
 from colocate.upstream import KustomizeSource
 from colocate.constructs.service_monitor import ServiceMonitor, ServiceMonitorProps
-from colocate.model.names import CLUSTER_CRITICAL, TRAINING_OPERATOR_JOB
+from colocate.model.names import CLUSTER_CRITICAL, PROTECTED_ANNOTATIONS, TRAINING_OPERATOR_JOB
 from colocate.errors import InputError
 
 #: Upstream image and tag each release's standalone overlay pins
@@ -75,7 +75,9 @@ class TrainingOperatorChart(ColocateChart):
             VENDORED_TREE, OVERLAY.removeprefix("manifests/"), cluster.kubeflow_namespace,
             images=(f"{OPERATOR_IMAGE}={self.mirrored(config, f'{OPERATOR_IMAGE}:{tag}')}",),
             patches=({"target": {"kind": "Namespace", "name": UPSTREAM_NAMESPACE}, "patch": delete_namespace},
-                     {"target": {"kind": "Deployment", "name": OPERATOR_DEPLOYMENT}, "patch": operator_priority}))
+                     {"target": {"kind": "Deployment", "name": OPERATOR_DEPLOYMENT}, "patch": operator_priority}),
+            # Removing a CRD deletes every object of its kind: never pruned, never cascaded.
+            annotate={"CustomResourceDefinition": PROTECTED_ANNOTATIONS})
         return [Rendered(
             f"{self.app_name}-upstream", "training-operator-upstream", source, version=version,
             destination_namespace=cluster.kubeflow_namespace, wave=SYNC_WAVE,

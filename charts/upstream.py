@@ -7,6 +7,7 @@ Rendered objects are written as the renderer gives them (keys sorted, one file p
 colocate labels, since the charts' own selectors use theirs."""
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -19,6 +20,11 @@ from colocate.config import Config
 from colocate.constructs.argocd_application import git_directory
 from colocate.errors import InputError
 from colocate.layout import INDEX_FILE
+
+
+#: Objects rendered in this process, by inputs digest: a second build of the same inputs (diff's
+#: two trees, the tests) does not run the renderer again.
+_RENDERED: dict[str, list[dict[str, Any]]] = {}
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,9 @@ class RenderedChart(ColocateChart):
                 self.origin = str(tree)
                 return found
         self.origin = "rendered"
-        return upstream.render(self.row.source, self.target)
+        if self.inputs not in _RENDERED:
+            _RENDERED[self.inputs] = upstream.render(self.row.source, self.target)
+        return copy.deepcopy(_RENDERED[self.inputs])
 
     def to_json(self) -> list[Any]:
         raise TypeError("a rendered chart's objects come from objects(), not cdk8s")

@@ -28,6 +28,7 @@ import yaml
 
 from colocate import goyaml, vendored
 from colocate.errors import InputError
+from colocate.model.names import COMPARE_OPTIONS, SYNC_OPTIONS
 
 #: A proxy on the discard port: any attempt to fetch fails at once.
 _DEAD_PROXY = "http://127.0.0.1:9"
@@ -42,6 +43,8 @@ class HelmSource:
     release: str
     namespace: str
     values: Mapping[str, Any]
+    #: Annotations added after rendering, by ``Kind`` or ``Kind/name`` (see :func:`annotate`).
+    annotate: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def renderer(self) -> str:
@@ -60,6 +63,8 @@ class KustomizeSource:
     images: Sequence[str] = ()
     #: ``{"target": {...}, "patch": "<yaml>"}`` as in ``spec.source.kustomize.patches``.
     patches: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    #: Annotations added after rendering, by ``Kind`` or ``Kind/name`` (see :func:`annotate`).
+    annotate: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def renderer(self) -> str:
@@ -90,7 +95,7 @@ def inputs_digest(source: Source, target: Target) -> str:
     root = trees[source.tree].path
     read = {name: tree.sha256 for name, tree in sorted(trees.items())
             if tree.path == root or tree.path.startswith(root.rstrip("/") + "/")}
-    fields = {k: v for k, v in vars(source).items()}
+    fields = dict(vars(source))
     doc = {"renderer": source.renderer, "version": _versions()[source.renderer], "trees": read,
            "source": fields, "target": vars(target)}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=list).encode()).hexdigest()
@@ -143,7 +148,40 @@ def render(source: Source, target: Target) -> list[dict[str, Any]]:
     if result.returncode != 0:
         raise InputError(tree.path, "", f"{source.renderer} failed (exit {result.returncode}): "
                          f"{result.stderr.strip()[-2000:]}")
-    return [doc for doc in goyaml.load_all_plain(result.stdout, tree.path) if isinstance(doc, dict)]
+    objects = [doc for doc in goyaml.load_all_plain(result.stdout, tree.path) if isinstance(doc, dict)]
+    return annotate(objects, source.annotate)
+
+
+#: Annotations whose values are comma-separated lists Argo CD reads item by item: an added list
+#: joins the chart's own instead of replacing it.
+_LISTS = frozenset({SYNC_OPTIONS, COMPARE_OPTIONS})
+
+
+def annotate(objects: list[dict[str, Any]], by: Mapping[str, Mapping[str, str]]) -> list[dict[str, Any]]:
+    """Add annotations to rendered objects, by ``Kind`` (every object of the kind) or ``Kind/name``:
+    what the charts offer no value for (Argo CD's deletion protection on their CRDs, a reasoned
+    ``colocate.io/ignore``). A key that matches nothing is an error, so a chart upgrade that renames
+    an object cannot silently drop an annotation."""
+    used = set()
+    for obj in objects:
+        meta = obj.setdefault("metadata", {})
+        for key in (obj.get("kind"), f"{obj.get('kind')}/{meta.get('name')}"):
+            if key not in by:
+                continue
+            used.add(key)
+            annotations = meta.get("annotations") or {}
+            for name, value in by[key].items():
+                old = annotations.get(name)
+                if name in _LISTS and old:
+                    items = [i.strip() for i in f"{old},{value}".split(",") if i.strip()]
+                    value = ",".join(dict.fromkeys(items))
+                annotations[name] = value
+            meta["annotations"] = annotations
+    unused = sorted(set(by) - used)
+    if unused:
+        raise InputError("colocate (charts/)", "", f"annotations for {', '.join(unused)}, which the renderer no "
+                         "longer gives: update the rendered row's annotate")
+    return objects
 
 
 def _image(spec: str) -> dict[str, str]:

@@ -2,7 +2,8 @@
 """Regenerate policies/schemas/ from the vendored CRDs and hand-written sources in policies/crds/.
 
 Reads every ``policies/crds/<dir>/*.yaml`` (one level of sub-folders: ``argoproj.io/``,
-``monitoring.coreos.com/``, ``handwritten/``; files directly in ``policies/crds/`` are not read)
+``handwritten/``; files directly in ``policies/crds/`` are not read) and the CRDs of the vendored
+trees (VENDORED_CRDS: kube-prometheus-stack's, the training-operator's)
 and writes ``policies/schemas/<group>/<kind lower>_<version>.json`` through
 ``colocate.schemagen.crd.write_schemas``, and ``policies/schemas/kubeflow.org/tfjob_v1.json`` from
 ``policies/crds/kubeflow.org_tfjobs.yaml`` through ``colocate.schemagen.tfjob``. Only files whose
@@ -33,12 +34,21 @@ from colocate.schemagen.crd import write_schemas  # noqa: E402
 
 CRD_DIR = ROOT / "policies" / "crds"
 SCHEMA_DIR = ROOT / "policies" / "schemas"
-#: Groups whose schemas another generator owns.
-EXCLUDED_GROUPS = frozenset({"kubeflow.org"})
+#: The CRDs of the vendored upstream trees (vendor/sources.yaml): every kind they define gets its
+#: schema from the very file synth renders into dist/. The TFJob's is colocate.schemagen.tfjob's.
+VENDORED_CRDS = (("vendor/charts/kube-prometheus-stack/charts/crds/crds", "crd-*.yaml"),
+                 ("vendor/training-operator/manifests/base/crds", "kubeflow.org_*.yaml"))
+#: Sources another generator owns, and the policies/crds/ copies the simulation installs that the
+#: vendored trees now supply.
+TFJOB_SCHEMA = tfjob.SCHEMA_FILE.relative_to(SCHEMA_DIR)
+NOT_CONVERTED = frozenset({"kubeflow.org_tfjobs.yaml", "monitoring.coreos.com"})
 
 
 def source_files(crd_dir: Path = CRD_DIR) -> list[Path]:
-    return sorted(p for p in crd_dir.glob("*/*.yaml") if p.is_file())
+    own = [p for p in crd_dir.glob("*/*.yaml") if p.is_file() and p.parent.name not in NOT_CONVERTED]
+    vendored = [p for folder, pattern in VENDORED_CRDS for p in (ROOT / folder).glob(pattern)
+                if p.name not in NOT_CONVERTED]
+    return sorted(own + vendored)
 
 
 def managed_files(schema_dir: Path) -> set[Path]:
@@ -51,18 +61,14 @@ def managed_files(schema_dir: Path) -> set[Path]:
     return {
         p.relative_to(schema_dir)
         for p in schema_dir.glob("*/*.json")
-        if p.parent.name not in EXCLUDED_GROUPS and mark in p.read_text(encoding="utf-8")
+        if mark in p.read_text(encoding="utf-8") and p.relative_to(schema_dir) != TFJOB_SCHEMA
     }
 
 
-TFJOB_SCHEMA = tfjob.SCHEMA_FILE.relative_to(SCHEMA_DIR)
-
 
 def generate(out_dir: Path) -> set[Path]:
-    """The schemas converted from policies/crds/<dir>/ (every group but kubeflow.org)."""
-    written = write_schemas(
-        source_files(), out_dir, base_dir=ROOT, exclude_groups=EXCLUDED_GROUPS
-    )
+    """The schemas converted from policies/crds/<dir>/ and the vendored CRDs (all but the TFJob's)."""
+    written = write_schemas(source_files(), out_dir, base_dir=ROOT)
     return {p.relative_to(out_dir) for p in written}
 
 

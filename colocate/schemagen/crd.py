@@ -45,8 +45,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 
+from colocate import goyaml
 from colocate.schema_cache import CORE_SCHEMA_LOCATION, CRD_SCHEMA_LOCATION, prepare_core_schemas
 from colocate.schemagen import DRAFT, GENERATED_MARK, SchemaSourceError, dump_schema
 
@@ -315,13 +315,11 @@ def vendored_body(text: str) -> str:
 
 
 def load_documents(path: str | os.PathLike[str]) -> list[dict]:
-    """Load every non-empty YAML document of a file (CRDs and ``kind: List`` items flattened)."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    """Load every non-empty YAML document of a file (CRDs and ``kind: List`` items flattened), as
+    the API server's go-yaml reads them (an enum value ``=`` is a string, not PyYAML's value tag)."""
     docs: list[dict] = []
-    with open(path, encoding="utf-8") as fh:
-        for doc in yaml.load_all(fh, Loader=loader):
-            if not doc:
-                continue
+    for doc in goyaml.load_all_plain(Path(path).read_text(encoding="utf-8"), str(path)):
+        if True:
             if doc.get("kind") == "List" or (doc.get("kind", "").endswith("List") and "items" in doc):
                 docs.extend(d for d in doc.get("items") or [] if d)
             else:
