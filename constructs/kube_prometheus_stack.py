@@ -141,6 +141,10 @@ class KubePrometheusStackProps:
     #: Default alerts of the chart to switch off (``defaultRules.disabled.<alert>``, chart
     #: 55.5.1) because a mixin alert replaces them. Default: none.
     disabled_default_rules: Sequence[str] = ()
+    #: Rule groups of the chart to switch off (``defaultRules.rules.<group>: false``, chart
+    #: 55.5.1), e.g. a recording group whose series the pinned components no longer expose.
+    #: Default: none.
+    disabled_rule_groups: Sequence[str] = ()
     #: Alertmanager's config (``alertmanager.config``), e.g. ``ColocationMixin.alertmanager_config``.
     #: Default: the chart's, which sends every alert to a receiver that notifies nobody.
     alertmanager_config: Mapping[str, Any] | None = None
@@ -243,9 +247,20 @@ class KubePrometheusStack:
             "prometheusOperator": {**service("prometheusOperator"), "admissionWebhooks": {"patch": service()}},
             "kube-state-metrics": {
                 **service("kube-state-metrics"),
+                # Its own telemetry (port 8081: kube_state_metrics_list_total, _watch_total,
+                # shard gauges) as a second endpoint of its ServiceMonitor, so the chart's
+                # KubeStateMetrics* alerts see list and watch errors (e.g. RBAC on the custom
+                # resources below) instead of reading nothing (chart 5.15 selfMonitor.enabled,
+                # default false; templates/servicemonitor.yaml).
+                "selfMonitor": {"enabled": True},
                 "metricLabelsAllowlist": [f"pods=[{','.join(p.pod_labels_allowlist)}]",
                                           f"nodes=[{','.join(p.node_labels_allowlist)}]"],
             },
+            # Kubernetes nodes are Linux (and Windows) only: the chart's macOS node-exporter
+            # dashboard (nodes-darwin, node_memory_{total,wired,compressed,...}_bytes) can only
+            # show nothing. nodeExporter.operatingSystems.darwin.enabled (values.yaml at 55.5.1)
+            # is the dashboard's own switch (templates/grafana/dashboards-1.14/nodes-darwin.yaml).
+            "nodeExporter": {"operatingSystems": {"darwin": {"enabled": False}}},
             # Host network gives instance=<node IP>:9100; tolerating every taint puts it on
             # the online, mixed and monitoring pools alike.
             "prometheus-node-exporter": {"hostNetwork": True, "tolerations": [{"operator": "Exists"}],
@@ -286,7 +301,9 @@ class KubePrometheusStack:
             # stays ContainerCreating until the Secret exists (docs/monitoring.md).
             values["alertmanager"]["alertmanagerSpec"]["secrets"] = list(p.alertmanager_secrets)
         if p.disabled_default_rules:
-            values["defaultRules"] = {"disabled": {name: True for name in p.disabled_default_rules}}
+            values.setdefault("defaultRules", {})["disabled"] = {name: True for name in p.disabled_default_rules}
+        if p.disabled_rule_groups:
+            values.setdefault("defaultRules", {})["rules"] = {name: False for name in p.disabled_rule_groups}
         if p.community_dashboards:
             values["grafana"]["dashboardProviders"] = {"dashboardproviders.yaml": {"apiVersion": 1, "providers": [{
                 "name": "community", "orgId": 1, "folder": "Community", "type": "file",

@@ -81,8 +81,6 @@ def test_families_of_the_components_the_stack_scrapes_pass(tmp_path, expr):
      'use scheduler_framework_extension_point_duration_seconds_bucket{extension_point="Bind"}'),
     ('kubelet_certificate_manager_server_ttl_seconds < 86400',
      "registers it only with serverTLSBootstrap: true"),
-    ('kube_state_metrics_list_total{job="kube-state-metrics", result="error"} > 0',
-     "does not scrape: the kube-state-metrics chart's selfMonitor.enabled is false"),
     ('sum(rate(coredns_dns_request_count_total{job="coredns"}[5m])) > 1000',
      "coredns_dns_requests_total"),
     ('coredns_cache_size{job="coredns"} > 10000', "coredns_cache_entries"),

@@ -12,6 +12,7 @@ from typing import Iterator, Mapping
 import promql_parser as pp
 
 from colocate import promql
+from colocate.promql.parse import selector_of
 from colocate.checker import Index, Rule, Violation, reads
 from colocate.model.names import DASHBOARD_SIDECAR_LABEL, DASHBOARD_SIDECAR_LABEL_VALUE
 
@@ -47,12 +48,54 @@ def metrics_exist(index: Index, rule: Rule) -> Iterator[Violation]:
             continue
         known = known if known is not None else _known(index)
         names = dict.fromkeys(s.name for s in analysis.selectors if s.name and not promql.is_placeholder(s.name))
+        fallbacks = None
         for name in names:
             metric = known.get(name)
             if metric is None or metric.absent:
+                if name in promql.catalog().removed:
+                    fallbacks = _or_fallbacks(analysis.ast) if fallbacks is None else fallbacks
+                    if name in fallbacks:
+                        continue
                 if name not in explained:
                     explained[name] = promql.catalog().explain_unknown(name, known)
                 yield Violation(query.doc, query.field, f"{query.where}: {explained[name]}")
+
+
+def _or_fallbacks(ast) -> set[str]:
+    """Removed names read only as the compatibility side of an ``or`` whose other side reads
+    their replacement: ``sum(kubelet_running_pods) or sum(kubelet_running_pod_count)``, as
+    kubernetes-mixin, CoreDNS and prometheus-mixin dashboards write for older releases. The
+    ``or`` returns the replacement's series, so the query shows what the pinned stack exposes.
+    A removed name also read outside such an ``or`` (or whose replacement is not read on the
+    other side) is still reported."""
+    removed = promql.catalog().removed
+
+    def counts(node) -> dict[str, int]:
+        found: dict[str, int] = {}
+
+        def count(n) -> None:
+            if isinstance(n, pp.VectorSelector):
+                name = selector_of(n).name
+                found[name] = found.get(name, 0) + 1
+        pp.walk(node, count)
+        return found
+
+    def replacement(name: str) -> str:
+        return removed[name].replacement.split("{", 1)[0].strip()
+
+    covered: dict[str, int] = {}
+
+    def visit(node) -> None:
+        if isinstance(node, pp.BinaryExpr) and str(node.op) == "or":
+            left, right = counts(node.lhs), counts(node.rhs)
+            for side, other in ((left, right), (right, left)):
+                for name, n in side.items():
+                    if name in removed and replacement(name) in other:
+                        covered[name] = covered.get(name, 0) + n
+
+    pp.walk(ast, visit)
+    total = counts(ast)
+    return {name for name, n in covered.items() if n >= total.get(name, 0)}
 
 
 def _cadvisor_container_selectors(index: Index) -> Iterator[tuple[promql.Query, promql.Selector, list]]:
