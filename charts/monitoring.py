@@ -23,7 +23,7 @@ from colocate.constructs.colocation_mixin import ColocationMixin
 from colocate.mixin.config import MixinConfig
 from colocate.mixin.routing import ReceiverSecret
 from colocate.constructs.node_pool import NodePool
-from colocate.model.names import KPS_CHART, PROTECTED_ANNOTATIONS, SKIP_DRY_RUN, SYNC_OPTIONS
+from colocate.model.names import IGNORE_ANNOTATION, KPS_CHART, PROTECTED_ANNOTATIONS, SKIP_DRY_RUN, SYNC_OPTIONS
 
 KPS_SYNC_WAVE = -8
 DCGM_SYNC_WAVE = -6
@@ -56,6 +56,36 @@ DEAD_RULE_GROUPS: dict[str, str] = {
     # other three (scheduler_scheduling_algorithm_duration_seconds quantiles) are read by no
     # dashboard or rule we ship.
     "kubeSchedulerRecording": "scheduler_e2e_scheduling_duration_seconds, scheduler_binding_duration_seconds removed in 1.28",
+}
+
+
+#: Findings of COL200/COL202 on the chart's own dashboards and rules that no value of chart 55.5.1
+#: can fix and that leave the object useful: each accepted, by its object, with the reason
+#: (a ``colocate.io/ignore`` annotation added after rendering; tests/test_upstream_verdicts.py
+#: holds the same list as the record of the verdicts).
+_URL_LEGEND = ("COL202: client-go's rest_client metrics carry host, not url, so the panel draws one series per verb "
+               "with an empty url in its legend, and chart 55.5.1 cannot switch this dashboard off alone")
+ACCEPTED_FINDINGS: dict[str, str] = {
+    "ConfigMap/kube-prometheus-stack-controller-manager": _URL_LEGEND,
+    "ConfigMap/kube-prometheus-stack-proxy": _URL_LEGEND,
+    "ConfigMap/kube-prometheus-stack-scheduler": _URL_LEGEND + "; COL200: the Scheduling Rate and latency queries A, B "
+        "and D read scheduler_e2e_*, binding and volume-scheduling metrics gone by kube-scheduler 1.28, query C works "
+        "and the scheduler is scraped",
+    "ConfigMap/kube-prometheus-stack-kubelet": _URL_LEGEND + "; COL200: two dead panels of a live dashboard, "
+        "storage_operation_errors_total and kubelet_node_config_error (Dynamic Kubelet Config) are gone by 1.28",
+    "ConfigMap/kube-prometheus-stack-k8s-coredns": "COL202: the Cache (hitrate) panel groups coredns_cache_misses_total "
+        "by type, which it does not carry, so the misses line has no type in its legend",
+    "ConfigMap/kube-prometheus-stack-k8s-resources-namespace": "COL200: the chart's own cAdvisor relabeling drops "
+        "container_memory_swap, so one column of the Memory Quota table stays empty",
+    "ConfigMap/kube-prometheus-stack-k8s-resources-pod": "COL200: the chart's own cAdvisor relabeling drops "
+        "container_memory_swap, so one column of the Memory Quota table stays empty",
+    "PrometheusRule/kube-prometheus-stack-k8s.rules.container-memory-swap": "COL200: the chart's own cAdvisor "
+        "relabeling drops container_memory_swap, and switching the group off would move the finding to the node "
+        "dashboard that reads this record",
+    "ConfigMap/kube-prometheus-stack-grafana-overview": "COL200: grafana_alerting_result_total counts legacy alerting, "
+        "off by default in Grafana 10, so the Firing Alerts panel shows nothing",
+    "PrometheusRule/kube-prometheus-stack-node.rules": "COL202: node-exporter series carry no node label, so "
+        "node:node_cpu_utilization:ratio_rate5m groups by cluster only (a relabeling that adds node is a follow-up)",
 }
 
 
@@ -118,7 +148,9 @@ class MonitoringChart(ColocateChart):
         release, exporter = self.cluster.prometheus_release, self.dcgm.props.release
         return [
             Rendered(release, release, HelmSource(KPS_CHART, release, ns, self.stack.values(),
-                                                 annotate={"CustomResourceDefinition": PROTECTED_ANNOTATIONS}),
+                                                 annotate={"CustomResourceDefinition": PROTECTED_ANNOTATIONS,
+                                                           **{key: {IGNORE_ANNOTATION: why}
+                                                              for key, why in ACCEPTED_FINDINGS.items()}}),
                      version=self.stack.props.chart_version, wave=KPS_SYNC_WAVE, destination_namespace=ns,
                      # The prometheuses CRD is 345,787 bytes of JSON, over the 262,144-byte last-applied
                      # annotation client-side apply writes (docs/gitops.md).

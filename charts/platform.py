@@ -50,7 +50,7 @@ class PlatformChart(ColocateChart):
         self.device_plugin = plugin.NvidiaDevicePlugin(plugin.NvidiaDevicePluginProps(
             gpu_pools=[p.name for p in gpu_pools], taints=[t for p in gpu_pools for t in p.props.taints],
             image=self.mirrored(config, plugin.IMAGE),
-        )) if config.device_plugin_chart_repo_url and gpu_pools else None
+        )) if config.device_plugin and gpu_pools else None
         self.tiers = PriorityTiers(self, "tiers", cluster.tiers)
         # Training fills the mixed pool; online services may fill every pool they run on.
         mixed, online = [pools[cluster.mixed_pool]], [pools[name] for name in cluster.online_placement]

@@ -62,6 +62,8 @@ class RenderedChart(ColocateChart):
         self.inputs = upstream.inputs_digest(row.source, target)
         #: Set by objects(): "rendered" or the dist/ folder the objects were read back from.
         self.origin: str | None = None
+        #: Set by objects() when read back: each file's text (name -> text), as synth wrote it.
+        self.texts: dict[str, str] = {}
 
     @property
     def app_name(self) -> str:
@@ -80,9 +82,9 @@ class RenderedChart(ColocateChart):
         for tree in reuse:
             found = self._read_back(tree)
             if found is not None:
-                self.origin = str(tree)
-                return found
-        self.origin = "rendered"
+                self.origin, (objects, self.texts) = str(tree), found
+                return objects
+        self.origin, self.texts = "rendered", {}
         if self.inputs not in _RENDERED:
             _RENDERED[self.inputs] = upstream.render(self.row.source, self.target)
         return copy.deepcopy(_RENDERED[self.inputs])
@@ -90,7 +92,7 @@ class RenderedChart(ColocateChart):
     def to_json(self) -> list[Any]:
         raise TypeError("a rendered chart's objects come from objects(), not cdk8s")
 
-    def _read_back(self, tree: Path) -> list[dict[str, Any]] | None:
+    def _read_back(self, tree: Path) -> tuple[list[dict[str, Any]], dict[str, str]] | None:
         try:
             index = goyaml.load_plain((tree / INDEX_FILE).read_text(), INDEX_FILE)
             entry = index["folders"][self.folder]
@@ -102,4 +104,4 @@ class RenderedChart(ColocateChart):
             return None
         if upstream.output_digest(files) != record.get("output"):
             return None
-        return [goyaml.load_plain(text, f"{self.folder}/{name}") for name, text in sorted(files.items())]
+        return [goyaml.load_plain(text, f"{self.folder}/{name}") for name, text in sorted(files.items())], files

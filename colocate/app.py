@@ -93,15 +93,18 @@ def render_files(built: Built, reuse: Sequence[Path] = (DIST,)) -> dict[str, str
     items = manifests(built, reuse)
     apps = {c.folder: c.app_name for c in built.charts if c.is_app}
     apps[next(c.folder for c in built.charts if isinstance(c, ApplicationsChart))] = ROOT_APP
-    rendered = {}
+    rendered, texts = {}, {}
     for chart in built.charts:
         if isinstance(chart, RenderedChart):
-            files = {m.filename: render.dump(render.canonical(m.obj)) for m in items if m.folder == chart.folder}
+            # Dumped once (the writer takes these texts); files read back are their own text.
+            files = chart.texts or {m.filename: render.dump(render.canonical(m.obj)) for m in items
+                                    if m.folder == chart.folder}
+            texts.update({f"{chart.folder}/{name}": text for name, text in files.items()})
             rendered[chart.folder] = {"renderer": chart.row.source.renderer, "source": vendored_path(chart),
                                       "inputs": chart.inputs, "output": upstream.output_digest(files)}
     doc = render.index(items, built.config.release, built.config.kubernetes_version, apps, rendered)
     extra = {f"{c.folder}/{path}": text for c in built.charts for path, text in c.extra_files.items()}
-    return render.render(items, doc, extra)
+    return render.render(items, doc, extra, texts)
 
 
 def vendored_path(chart: RenderedChart) -> str:

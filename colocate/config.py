@@ -54,8 +54,6 @@ class AlertmanagerSecret:
 
 @dataclass(frozen=True)
 class Monitoring:
-    prometheus_chart_repo_url: str
-    dcgm_chart_repo_url: str
     grafana_admin_secret: str
     alertmanager_secret: AlertmanagerSecret
     retention: str
@@ -107,11 +105,11 @@ class Config:
     #: Pull upstream images as ``<registry_host>/<upstream repository>`` (a Harbor proxy cache).
     mirror_upstream_images: bool
     shared_storage_class: str
-    training_operator_repo_url: str
     training_operator_version: str
     monitoring: Monitoring
-    #: Helm repository of the NVIDIA device plugin chart; None when colocate does not deploy it.
-    device_plugin_chart_repo_url: str | None = None
+    #: Deploy the NVIDIA device plugin (rendered from its vendored chart); False where the GPU
+    #: operator runs it.
+    device_plugin: bool = False
     #: Harbor's CA certificate on the nodes (the provisioner installs it; never in git). None
     #: when the nodes' system trust store already has Harbor's CA.
     registry_ca_file: str | None = None
@@ -445,17 +443,13 @@ def load(path: Path | None = None, schema_checked: bool = False) -> Config:
         registry_pull_secret=data["registry"].get("pullSecret"),
         registry_proxy_projects=dict(data["registry"].get("proxyCacheProjects") or {}),
         shared_storage_class=data["storage"]["sharedClass"],
-        training_operator_repo_url=data["trainingOperator"]["repoURL"],
         training_operator_version=data["trainingOperator"]["version"],
-        device_plugin_chart_repo_url=(data["gpu"]["devicePluginChartRepoURL"]
-                                      if (data.get("gpu") or {}).get("devicePlugin") else None),
+        device_plugin=bool((data.get("gpu") or {}).get("devicePlugin")),
         simulation=Simulation(**data["simulation"]) if "simulation" in data else None,
         image_project=data["registry"].get("imageProject", "platform"),
         schedule=_schedule(data.get("schedule"), file),
         admission_policies=bool((data.get("admission") or {}).get("policies", False)),
         monitoring=Monitoring(
-            prometheus_chart_repo_url=data["monitoring"]["prometheusChartRepoURL"],
-            dcgm_chart_repo_url=data["monitoring"]["dcgmChartRepoURL"],
             grafana_admin_secret=data["monitoring"]["grafanaAdminSecret"],
             alertmanager_secret=_alertmanager_secret(data["monitoring"]["alertmanagerSecret"]),
             retention=data["monitoring"]["retention"],

@@ -101,17 +101,20 @@ def index(manifests: list[Manifest], release: str, kubernetes_version: str, apps
     }
 
 
-def render(manifests: Iterable[Manifest], index_doc: dict, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def render(manifests: Iterable[Manifest], index_doc: dict, extra: Mapping[str, str] | None = None,
+           texts: Mapping[str, str] | None = None) -> dict[str, str]:
     """Every dist/ file's relative path and text: the manifests, and ``extra`` files that are
     not manifests (containerd's TOML). The index lists the extra files too, under ``files`` of
     the deepest folder holding each, so that a file nobody listed is known not to be ours
-    (foreign_files). Raises on two files with one path."""
+    (foreign_files). ``texts``: manifests' texts already dumped, by path. Raises on two files
+    with one path."""
     files: dict[str, str] = {}
+    texts = texts or {}
     for m in manifests:
         if m.path in files:
             raise ValueError(f"two objects would be written to dist/{m.path}: "
                              f"{m.kind} {m.namespace}/{m.name} is defined twice")
-        files[m.path] = dump(canonical(m.obj))
+        files[m.path] = texts.get(m.path) or dump(canonical(m.obj))
     folders = {name: {**entry} for name, entry in index_doc.get("folders", {}).items()}
     for path, text in sorted((extra or {}).items()):
         if path in files or path == INDEX_FILE or path.endswith((".yaml", ".yml")):

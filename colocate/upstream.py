@@ -96,7 +96,8 @@ def inputs_digest(source: Source, target: Target) -> str:
     read = {name: tree.sha256 for name, tree in sorted(trees.items())
             if tree.path == root or tree.path.startswith(root.rstrip("/") + "/")}
     fields = dict(vars(source))
-    doc = {"renderer": source.renderer, "version": _versions()[source.renderer], "trees": read,
+    # PyYAML writes the files: a new version may write the same objects differently.
+    doc = {"renderer": source.renderer, "version": _versions()[source.renderer], "pyyaml": yaml.__version__, "trees": read,
            "source": fields, "target": vars(target)}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=list).encode()).hexdigest()
 

@@ -87,3 +87,13 @@ def stop(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def chart_values(name: str, config=None) -> dict:
+    """The values a rendered chart (charts/upstream.py: kube-prometheus-stack, dcgm-exporter,
+    nvidia-device-plugin) is rendered with, for ``config`` (default: colocate.yaml)."""
+    from colocate import app
+    from colocate.charts.upstream import RenderedChart
+
+    chart = next(c for c in app.build(config).charts if isinstance(c, RenderedChart) and c.row.name == name)
+    return chart.row.source.values

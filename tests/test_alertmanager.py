@@ -30,7 +30,7 @@ from colocate.mixin.routing import CHAT, HEARTBEAT, NULL, PAGER, SECRETS_DIR, Re
 from colocate.errors import InputError, PropError
 from colocate.model import cluster as cluster_mod
 from colocate.model.names import CRITICAL, INFO, SEVERITIES, WARNING
-from tests.helpers import stop, wait_ready
+from tests.helpers import chart_values, stop, wait_ready
 
 DIST = ROOT / "dist"
 AMTOOL = ROOT / "bin" / "amtool"
@@ -57,7 +57,7 @@ def helm_merge(chart: dict, user: dict) -> dict:
 
 
 def _values() -> dict:
-    return yaml.safe_load(APPLICATION.read_text())["spec"]["source"]["helm"]["valuesObject"]
+    return chart_values("kube-prometheus-stack")
 
 
 def _shipped_config() -> dict:
@@ -205,14 +205,10 @@ def test_colocate_yaml_requires_the_secret_and_takes_a_null_token(tmp_path):
 
 
 def test_the_secret_name_comes_from_colocate_yaml():
-    from colocate import app
-
     config = config_mod.load()
     renamed = dataclasses.replace(config, monitoring=dataclasses.replace(
         config.monitoring, alertmanager_secret=config_mod.AlertmanagerSecret("team-receivers")))
-    rendered = app.render_files(app.build(renamed))
-    values = yaml.safe_load(rendered["apps/argocd/application.argocd.kube-prometheus-stack.yaml"])
-    alertmanager = values["spec"]["source"]["helm"]["valuesObject"]["alertmanager"]
+    alertmanager = chart_values("kube-prometheus-stack", renamed)["alertmanager"]
     assert alertmanager["alertmanagerSpec"]["secrets"] == ["team-receivers"]
     assert f"{SECRETS_DIR}/team-receivers/paging-url" in yaml.safe_dump(alertmanager["config"])
 

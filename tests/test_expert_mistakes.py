@@ -21,8 +21,9 @@ def _edit(path: Path, change: Callable[[dict], None]) -> None:
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
 
 
-def _values(app: dict) -> dict:
-    return app["spec"]["source"]["helm"]["valuesObject"]
+def _no_device_specs(daemonset: dict) -> None:
+    container = daemonset["spec"]["template"]["spec"]["containers"][0]
+    container["env"] = [e for e in container["env"] if e["name"] != "PASS_DEVICE_SPECS"]
 
 
 def _ps_sees_every_gpu(tfjob: dict) -> None:
@@ -44,14 +45,13 @@ MISTAKES = [
     # a CPU-only parameter server of a CUDA image sees every GPU of its node
     ("apps/training/tfjob.training.tf-ps-mode.yaml", _ps_sees_every_gpu, "COL070"),
     # the device plugin without device specs under the static CPU manager
-    ("apps/argocd/application.argocd.nvidia-device-plugin.yaml",
-     lambda app: _values(app).pop("compatWithCPUManager"), "COL071"),
+    ("apps/nvidia-device-plugin/daemonset.kube-system.nvidia-device-plugin.yaml", _no_device_specs, "COL071"),
     # kubeadm's loopback default for the scheduler while Prometheus scrapes it
     ("control-plane/clusterconfiguration.yaml", _scheduler_on_loopback, "COL222"),
     ("control-plane/kubeproxyconfiguration.yaml", lambda c: c.pop("metricsBindAddress"), "COL222"),
     # Prometheus' TSDB on the checkpoints' NFS class
-    ("apps/argocd/application.argocd.kube-prometheus-stack.yaml",
-     lambda app: _values(app)["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]["spec"].update(
+    ("apps/kube-prometheus-stack/prometheus.monitoring.kube-prometheus-stack-prometheus.yaml",
+     lambda prometheus: prometheus["spec"]["storage"]["volumeClaimTemplate"]["spec"].update(
          storageClassName="nfs-client"), "COL223"),
 ]
 

@@ -82,26 +82,28 @@ def test_no_jobs_means_no_prepull_daemonset_but_the_folder_stays(tmp_path):
         "apps/training/namespace.image-prepull.yaml", "apps/training/networkpolicy.image-prepull.default-deny.yaml"]
 
 
+def _overlay(rendered: dict, kind: str, name: str) -> dict:
+    return yaml.safe_load(rendered[f"apps/training-operator-upstream/{kind.lower()}.kubeflow.{name}.yaml"])
+
+
 def test_training_operator_is_the_pinned_upstream_overlay_with_mirrored_image(rendered):
     operator = load(rendered, OPERATOR_APP)
     config = config_mod.load()
     source = operator["spec"]["source"]
-    assert (source["repoURL"], source["targetRevision"], source["path"]) == (
-        config.training_operator_repo_url, config.training_operator_version, "manifests/overlays/standalone")
-    assert source["kustomize"]["images"] == [
-        f"kubeflow/training-operator={config.registry_host}/dockerhub/kubeflow/training-operator:v1-855e096"]
+    assert (source["repoURL"], source["path"]) == (config.gitops.repo_url, "dist/apps/training-operator-upstream")
+    deployment = _overlay(rendered, "Deployment", "training-operator")
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == \
+        f"{config.registry_host}/dockerhub/kubeflow/training-operator:v1-855e096"
     # The platform Application owns the kubeflow Namespace; the overlay's copy is dropped.
-    assert source["kustomize"]["patches"][0]["target"] == {"kind": "Namespace", "name": "kubeflow"}
-    assert "$patch: delete" in source["kustomize"]["patches"][0]["patch"]
+    assert not [p for p in rendered if p.startswith("apps/training-operator-upstream/namespace.")]
     assert operator["spec"]["destination"]["namespace"] == "kubeflow"
     assert "ServerSideApply=true" in operator["spec"]["syncPolicy"]["syncOptions"]
     assert "finalizers" not in operator["metadata"], "deleting the operator app must not delete the CRDs"
 
 
 def test_the_operator_outranks_the_training_pods_it_manages(rendered):
-    patches = load(rendered, OPERATOR_APP)["spec"]["source"]["kustomize"]["patches"]
-    patch = next(p for p in patches if p["target"] == {"kind": "Deployment", "name": "training-operator"})
-    assert yaml.safe_load(patch["patch"])["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"
+    deployment = _overlay(rendered, "Deployment", "training-operator")
+    assert deployment["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"
 
 
 def test_operator_crds_sync_before_any_tfjob(rendered):
@@ -124,16 +126,14 @@ def test_operator_metrics_are_scraped(rendered):
     assert app_file["spec"]["source"]["path"] == "dist/apps/training-operator"
 
 
-def test_an_offline_cluster_points_repo_and_image_at_its_mirrors(tmp_path):
+def test_an_offline_cluster_points_the_image_at_its_mirror(tmp_path):
     config = config_mod.load()
-    mirrored = dataclasses.replace(config, registry_host="registry.internal:5000",
-                                   training_operator_repo_url="https://git.internal/mirrors/training-operator.git")
+    mirrored = dataclasses.replace(config, registry_host="registry.internal:5000")
     # No jobs: the reference ones name harbor.example.com, which this cluster does not pull from.
     files = app.render_files(app.build(mirrored, jobs_dir=tmp_path))
-    source = yaml.safe_load(files[OPERATOR_APP])["spec"]["source"]
-    assert source["repoURL"] == "https://git.internal/mirrors/training-operator.git"
-    assert source["kustomize"]["images"] == [
-        "kubeflow/training-operator=registry.internal:5000/dockerhub/kubeflow/training-operator:v1-855e096"]
+    deployment = _overlay(files, "Deployment", "training-operator")
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == \
+        "registry.internal:5000/dockerhub/kubeflow/training-operator:v1-855e096"
 
 
 def test_an_operator_version_without_a_known_image_tag_is_refused():

@@ -37,11 +37,42 @@ FIXED = [
      "rule data: as above, for Alertmanager"),
 ]
 
-#: (rule, file under dist/apps/, reason) of every finding accepted by a colocate.io/ignore annotation.
+#: (rule, file under dist/apps/, reason) of every finding accepted by a colocate.io/ignore annotation
+#: (added after rendering: charts/monitoring.py ACCEPTED_FINDINGS, and the chart's
+#: alertmanager.secret.annotations value for the Secret). Nothing else on the rendered objects is
+#: suppressed; the verdicts that led here are in tests/test_upstream_promql_verdicts.py.
+URL_LEGEND = ("client-go's rest_client metrics carry host, not url, so the panel draws one series per verb "
+              "with an empty url in its legend, and chart 55.5.1 cannot switch this dashboard off alone")
+SWAP = "the chart's own cAdvisor relabeling drops container_memory_swap, so one column of the Memory Quota table stays empty"
+KPS = "kube-prometheus-stack/"
 ACCEPTED = [
-    ("COL506", "kube-prometheus-stack/secret.monitoring.alertmanager-kube-prometheus-stack-alertmanager.yaml",
+    ("COL506", KPS + "secret.monitoring.alertmanager-kube-prometheus-stack-alertmanager.yaml",
      "the Alertmanager configuration, routing only, whose receivers read their URLs and tokens from files of a "
      "Secret created out of band"),
+    ("COL202", KPS + "configmap.monitoring.kube-prometheus-stack-controller-manager.yaml", URL_LEGEND),
+    ("COL202", KPS + "configmap.monitoring.kube-prometheus-stack-proxy.yaml", URL_LEGEND),
+    ("COL202", KPS + "configmap.monitoring.kube-prometheus-stack-scheduler.yaml", URL_LEGEND),
+    ("COL202", KPS + "configmap.monitoring.kube-prometheus-stack-kubelet.yaml", URL_LEGEND),
+    ("COL200", KPS + "configmap.monitoring.kube-prometheus-stack-scheduler.yaml",
+     "the Scheduling Rate and latency queries A, B and D read scheduler_e2e_*, binding and volume-scheduling metrics "
+     "gone by kube-scheduler 1.28, query C works and the scheduler is scraped"),
+    ("COL200", KPS + "configmap.monitoring.kube-prometheus-stack-kubelet.yaml",
+     "two dead panels of a live dashboard, storage_operation_errors_total and kubelet_node_config_error (Dynamic "
+     "Kubelet Config) are gone by 1.28"),
+    ("COL202", KPS + "configmap.monitoring.kube-prometheus-stack-k8s-coredns.yaml",
+     "the Cache (hitrate) panel groups coredns_cache_misses_total by type, which it does not carry, so the misses "
+     "line has no type in its legend"),
+    ("COL200", KPS + "configmap.monitoring.kube-prometheus-stack-k8s-resources-namespace.yaml", SWAP),
+    ("COL200", KPS + "configmap.monitoring.kube-prometheus-stack-k8s-resources-pod.yaml", SWAP),
+    ("COL200", KPS + "prometheusrule.monitoring.kube-prometheus-stack-k8s.rules.container-memory-swap.yaml",
+     "the chart's own cAdvisor relabeling drops container_memory_swap, and switching the group off would move the "
+     "finding to the node dashboard that reads this record"),
+    ("COL200", KPS + "configmap.monitoring.kube-prometheus-stack-grafana-overview.yaml",
+     "grafana_alerting_result_total counts legacy alerting, off by default in Grafana 10, so the Firing Alerts panel "
+     "shows nothing"),
+    ("COL202", KPS + "prometheusrule.monitoring.kube-prometheus-stack-node.rules.yaml",
+     "node-exporter series carry no node label, so node:node_cpu_utilization:ratio_rate5m groups by cluster only "
+     "(a relabeling that adds node is a follow-up)"),
 ]
 
 
@@ -65,9 +96,9 @@ def test_fixed_findings_are_gone(result, rule, file, verdict):
 
 
 def test_every_accepted_finding_has_its_reason_here(result):
-    accepted = sorted((f.rule, f.file.split("/dist/apps/")[1], reason) for f, reason in result.suppressed
-                      if any(f"/dist/apps/{folder}/" in f.file for folder in RENDERED))
-    assert accepted == sorted(ACCEPTED)
+    accepted = {(f.rule, f.file.split("/dist/apps/")[1], reason) for f, reason in result.suppressed
+                if any(f"/dist/apps/{folder}/" in f.file for folder in RENDERED)}
+    assert accepted == set(ACCEPTED)
 
 
 def test_no_error_on_any_rendered_object(result):

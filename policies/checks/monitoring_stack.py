@@ -11,10 +11,20 @@ from colocate.manifests import Doc
 from colocate.model.names import KPS_CHART
 from colocate.model.scheduling import selector_matches
 
+#: The API group of the Prometheus operator's custom resources.
+MONITORING_GROUP = "monitoring.coreos.com"
 
-def _stack_applications(index: Index) -> list[tuple[str, str, dict]]:
-    """(release, namespace, prometheusSpec values) of every kube-prometheus-stack Application."""
-    out = []
+
+def _prometheuses(index: Index) -> list[Doc]:
+    """The Prometheus custom resources checked (a rendered kube-prometheus-stack's among them)."""
+    return [d for d in index.of_kind("Prometheus") if d.group == MONITORING_GROUP]
+
+
+def _stack_applications(index: Index) -> list[tuple[str, str, dict, bool]]:
+    """(release, namespace, spec, is_object) per Prometheus that selects monitors: every checked
+    Prometheus object (its spec), and every kube-prometheus-stack Helm Application (its
+    prometheusSpec values, which the chart turns into such an object)."""
+    out = [(d.name, d.namespace, d.obj.get("spec") or {}, True) for d in _prometheuses(index)]
     for doc in index.of_kind("Application"):
         spec = doc.obj.get("spec") or {}
         source = spec.get("source") or {}
@@ -23,32 +33,43 @@ def _stack_applications(index: Index) -> list[tuple[str, str, dict]]:
         helm = source.get("helm") or {}
         values = helm.get("valuesObject") or {}
         out.append((helm.get("releaseName") or doc.name, (spec.get("destination") or {}).get("namespace", ""),
-                    ((values.get("prometheus") or {}).get("prometheusSpec")) or {}))
+                    ((values.get("prometheus") or {}).get("prometheusSpec")) or {}, False))
     return out
 
 
-@reads("Application", "Namespace", *kps.MONITOR_KINDS)
+@reads("Application", "Namespace", "Prometheus", *kps.MONITOR_KINDS)
 def monitors_selected(index: Index, rule: Rule) -> Iterator[Violation]:
     """Every ServiceMonitor, PodMonitor and PrometheusRule is picked up by Prometheus: by the
     selectors in the checked kube-prometheus-stack Application, or, when none is checked, by
     the ones colocate renders for the cluster."""
     cluster = index.ctx.cluster
     stacks = _stack_applications(index) or [
-        (cluster.prometheus_release, cluster.monitoring_namespace, kps.monitor_selectors(cluster.monitor_labels))]
+        (cluster.prometheus_release, cluster.monitoring_namespace, kps.monitor_selectors(cluster.monitor_labels), False)]
     namespaces = {d.name: {**(d.metadata.get("labels") or {}), "kubernetes.io/metadata.name": d.name}
                   for d in index.of_kind("Namespace")}
     for kind in kps.MONITOR_KINDS:
         for doc in index.of_kind(kind):
             if not any(_selected(doc, kind, stack, namespaces) for stack in stacks):
                 labels = doc.metadata.get("labels") or {}
-                wanted = [kps.rendered_selector(spec, kind, release)[0] for release, _, spec in stacks]
+                wanted = [_selectors(stack, kind)[0] for stack in stacks]
                 yield Violation(doc, "metadata.labels", f"labels {labels or '{}'} match none of {wanted}")
 
 
-def _selected(doc: Doc, kind: str, stack: tuple[str, str, dict], namespaces: dict[str, dict]) -> bool:
-    release, home, spec = stack
-    selector, ns_selector = kps.rendered_selector(spec, kind, release)
-    if not selector_matches(selector, doc.metadata.get("labels") or {}):
+def _selectors(stack: tuple[str, str, dict, bool], kind: str) -> tuple[dict | None, dict | None]:
+    """(label selector, None: selects nothing; namespace selector, None: its own namespace only).
+    A Prometheus object's nil selector selects no monitor (prometheus-operator v0.70.0
+    pkg/prometheus/resource_selector.go); the chart's values give one (kps.rendered_selector)."""
+    release, _, spec, is_object = stack
+    if not is_object:
+        return kps.rendered_selector(spec, kind, release)
+    prefix = kps.MONITOR_KINDS[kind]
+    return spec.get(f"{prefix}Selector"), spec.get(f"{prefix}NamespaceSelector")
+
+
+def _selected(doc: Doc, kind: str, stack: tuple[str, str, dict, bool], namespaces: dict[str, dict]) -> bool:
+    home = stack[1]
+    selector, ns_selector = _selectors(stack, kind)
+    if selector is None or not selector_matches(selector, doc.metadata.get("labels") or {}):
         return False
     if ns_selector is None:
         return doc.namespace == home
@@ -134,8 +155,11 @@ _SHARED_FS_PROVISIONERS = frozenset({
 
 
 def _tsdb_claims(index: Index) -> Iterator[tuple[Doc, str, dict]]:
-    """(Application, field path, claim spec) of the Prometheus TSDB volume in every
-    kube-prometheus-stack Application's values."""
+    """(object, field path, claim spec) of the Prometheus TSDB volume of every checked Prometheus
+    object and every kube-prometheus-stack Application's values."""
+    for doc in _prometheuses(index):
+        storage = (doc.obj.get("spec") or {}).get("storage") or {}
+        yield (doc, "spec.storage.volumeClaimTemplate.spec", ((storage.get("volumeClaimTemplate") or {}).get("spec")) or {})
     for doc in index.of_kind("Application"):
         source = (doc.obj.get("spec") or {}).get("source") or {}
         if source.get("chart") != KPS_CHART:
@@ -146,7 +170,7 @@ def _tsdb_claims(index: Index) -> Iterator[tuple[Doc, str, dict]]:
                ((storage.get("volumeClaimTemplate") or {}).get("spec")) or {})
 
 
-@reads("Application", "StorageClass")
+@reads("Application", "Prometheus", "StorageClass")
 def tsdb_not_on_shared_filesystem(index: Index, rule: Rule) -> Iterator[Violation]:
     """The Prometheus TSDB claim is not on NFS or another shared file system: not the configured
     ReadWriteMany class, not a class of a shared-file-system provisioner, not ReadWriteMany."""
