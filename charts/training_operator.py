@@ -9,6 +9,9 @@ kube-prometheus-stack scrape the operator's ``/metrics``.
 """
 from __future__ import annotations
 
+from typing import Mapping
+
+import yaml
 from constructs import Construct
 
 from colocate.model.cluster import Cluster
@@ -16,6 +19,7 @@ from colocate.config import Config
 from colocate.charts._base import ColocateChart
 from colocate.charts.upstream import Rendered
 from colocate.upstream import KustomizeSource
+from colocate.constructs.node_pool import NodePool
 from colocate.constructs.service_monitor import ServiceMonitor, ServiceMonitorProps
 from colocate.model.names import CLUSTER_CRITICAL, PROTECTED_ANNOTATIONS, TRAINING_OPERATOR_JOB
 from colocate.errors import InputError
@@ -42,6 +46,11 @@ SYNC_WAVE = -5
 #: and no TFJob would be reconciled. It is a cluster add-on controller; give it the built-in
 #: class for those.
 OPERATOR_PRIORITY_CLASS = CLUSTER_CRITICAL
+#: ``manifests/base/deployment.yaml@v1.7.0``: the operator's container, which sets no resources.
+OPERATOR_CONTAINER = "training-operator"
+#: Our figures for a controller-runtime manager with a few informers (upstream gives none); no
+#: memory limit, so a large cluster's caches never get it OOM-killed mid-reconcile.
+OPERATOR_RESOURCES = {"requests": {"cpu": "100m", "memory": "256Mi"}}
 
 
 class TrainingOperatorChart(ColocateChart):
@@ -49,9 +58,10 @@ class TrainingOperatorChart(ColocateChart):
 
     sync_wave = SYNC_WAVE
 
-    def __init__(self, scope: Construct, cluster: Cluster):
+    def __init__(self, scope: Construct, cluster: Cluster, pools: Mapping[str, NodePool]):
         super().__init__(scope, "training-operator", folder="apps/training-operator")
         self.cluster = cluster
+        self.platform_pool = pools[cluster.monitoring_pool]
         ns = cluster.kubeflow_namespace
         # The ServiceMonitor CRD comes from the monitoring Application (dry run skips it).
         ServiceMonitor(self, "servicemonitor", ServiceMonitorProps(
@@ -69,13 +79,21 @@ class TrainingOperatorChart(ColocateChart):
                              f"{OVERLAY}/kustomization.yaml@{version} (known: {', '.join(sorted(OPERATOR_TAGS))})")
         delete_namespace = (f"$patch: delete\napiVersion: v1\nkind: Namespace\n"
                             f"metadata:\n  name: {UPSTREAM_NAMESPACE}\n")
-        operator_priority = (f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {OPERATOR_DEPLOYMENT}\n"
-                             f"spec:\n  template:\n    spec:\n      priorityClassName: {OPERATOR_PRIORITY_CLASS}\n")
+        # Upstream sets no PriorityClass, placement or requests: on a full mixed node the training
+        # pods it manages could preempt it, and beside bursting training it had cpu.shares 2
+        # (COL008, COL013). It runs with the other cluster services, on the monitoring pool.
+        pool = self.platform_pool
+        operator = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": OPERATOR_DEPLOYMENT},
+                    "spec": {"template": {"spec": {
+                        "priorityClassName": OPERATOR_PRIORITY_CLASS,
+                        "nodeSelector": dict(pool.labels), "tolerations": pool.tolerations(),
+                        "containers": [{"name": OPERATOR_CONTAINER, "resources": dict(OPERATOR_RESOURCES)}]}}}}
+        operator_patch = yaml.safe_dump(operator, sort_keys=False)
         source = KustomizeSource(
             VENDORED_TREE, OVERLAY.removeprefix("manifests/"), cluster.kubeflow_namespace,
             images=(f"{OPERATOR_IMAGE}={self.mirrored(config, f'{OPERATOR_IMAGE}:{tag}')}",),
             patches=({"target": {"kind": "Namespace", "name": UPSTREAM_NAMESPACE}, "patch": delete_namespace},
-                     {"target": {"kind": "Deployment", "name": OPERATOR_DEPLOYMENT}, "patch": operator_priority}),
+                     {"target": {"kind": "Deployment", "name": OPERATOR_DEPLOYMENT}, "patch": operator_patch}),
             # Removing a CRD deletes every object of its kind: never pruned, never cascaded.
             annotate={"CustomResourceDefinition": PROTECTED_ANNOTATIONS})
         return [Rendered(

@@ -51,7 +51,7 @@ def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster 
     app_charts: list[ColocateChart] = [
         PlatformChart(app, cluster, config, pools),
         OnlineChart(app, cluster, config, pools),
-        TrainingOperatorChart(app, cluster),
+        TrainingOperatorChart(app, cluster, pools),
         TrainingChart(app, cluster, config, pools, jobs),
         TrainingControlChart(app, cluster, config, pools),
         observability := ObservabilityChart(app, cluster),

@@ -258,7 +258,15 @@ def _capacity(args: argparse.Namespace) -> int:
     if helm:
         print(f"colocate: not counted: the pods of Applications Argo CD renders from Helm charts "
               f"({', '.join(helm)}); capacity reads only the manifests in {args.path}", file=sys.stderr)
+    made = sorted(f"{d.kind} {d.namespace}/{d.name}" for d in docs if d.kind in OPERATOR_MADE)
+    if made:
+        print(f"colocate: not counted: the pods an operator makes from {', '.join(made)} "
+              "(no pod template in the manifests)", file=sys.stderr)
     return EXIT_FINDINGS if formats.over_committed(usage, uses) else EXIT_OK
+
+
+#: Custom resources whose pods an operator creates (prometheus-operator: a StatefulSet each).
+OPERATOR_MADE = frozenset({"Prometheus", "Alertmanager", "ThanosRuler", "PrometheusAgent"})
 
 
 def _renders_helm(app: dict) -> bool:

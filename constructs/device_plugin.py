@@ -23,6 +23,8 @@ CHART_VERSION = "0.14.5"
 IMAGE = f"nvcr.io/nvidia/k8s-device-plugin:v{CHART_VERSION}"
 #: The chart refuses the default namespace; kube-system holds node add-ons.
 NAMESPACE = "kube-system"
+#: Requests of the plugin's container (see values()).
+RESOURCES = {"requests": {"cpu": "50m", "memory": "64Mi"}}
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,10 @@ class NvidiaDevicePlugin:
                             {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
                             *(tolerations[k] for k in sorted(tolerations))],
             "priorityClassName": NODE_CRITICAL,
+            # The chart sets none (values.yaml resources: {}): without requests the plugin had
+            # cpu.shares 2 beside bursting training (rule COL013). Our figures for a small gRPC
+            # daemon; no memory limit, so it is never OOM-killed by its own cgroup.
+            "resources": {k: dict(v) for k, v in RESOURCES.items()},
             # GPU pools run the static CPU manager with systemd cgroups: without PASS_DEVICE_SPECS a
             # cpuset update drops /dev/nvidia* from running containers ("Failed to initialize
             # NVML: Unknown Error"). The chart then runs the plugin privileged (docs/gpus.md).

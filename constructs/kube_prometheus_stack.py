@@ -60,7 +60,19 @@ MONITORING_RESOURCES: Mapping[str, Mapping[str, Mapping[str, str]]] = {
     "grafana": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
     "kube-state-metrics": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
     "prometheusOperator": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+    # The admission webhook's certificate Jobs (kube-webhook-certgen, a short Go run that writes
+    # one Secret and patches two webhooks): our figure, the chart and upstream give none.
+    "admissionWebhooks": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
+    # Grafana's dashboard and datasource sidecars (k8s-sidecar): the figures the grafana chart
+    # 7.0.19 suggests in values.yaml sidecar.resources.
+    "grafanaSidecar": {"requests": {"cpu": "50m", "memory": "50Mi"}, "limits": {"memory": "100Mi"}},
 }
+#: node-exporter on every node, the figures of prometheus-operator/kube-prometheus v0.13.0
+#: manifests/nodeExporter-daemonset.yaml (requests 102m and 180Mi, memory limit 180Mi; its CPU
+#: limit left out, as for the services above). Without requests it had cpu.shares 2 beside
+#: bursting training (rule COL013).
+NODE_EXPORTER_RESOURCES: Mapping[str, Mapping[str, str]] = {
+    "requests": {"cpu": "102m", "memory": "180Mi"}, "limits": {"memory": "180Mi"}}
 #: Share of Prometheus' claim its TSDB may fill (``retentionSize``). Only whole blocks are deleted
 #: to honour it while the WAL and the head chunks count towards it, so the disk must also hold
 #: their peak (every 2 hours) beyond it (prometheus/prometheus v2.48.1 docs/storage.md).
@@ -244,7 +256,8 @@ class KubePrometheusStack:
             # a resolved page is sent again).
             "alertmanager": {"alertmanagerSpec": {**service("alertmanager"),
                                                   "storage": self._claim(p.alertmanager_storage_size)}},
-            "prometheusOperator": {**service("prometheusOperator"), "admissionWebhooks": {"patch": service()}},
+            "prometheusOperator": {**service("prometheusOperator"),
+                                   "admissionWebhooks": {"patch": service("admissionWebhooks")}},
             "kube-state-metrics": {
                 **service("kube-state-metrics"),
                 # Its own telemetry (port 8081: kube_state_metrics_list_total, _watch_total,
@@ -264,7 +277,8 @@ class KubePrometheusStack:
             # Host network gives instance=<node IP>:9100; tolerating every taint puts it on
             # the online, mixed and monitoring pools alike.
             "prometheus-node-exporter": {"hostNetwork": True, "tolerations": [{"operator": "Exists"}],
-                                         "priorityClassName": p.node_priority_class},
+                                         "priorityClassName": p.node_priority_class,
+                                         "resources": {k: dict(v) for k, v in NODE_EXPORTER_RESOURCES.items()}},
             "grafana": {
                 **service("grafana"),
                 "admin": {"existingSecret": p.grafana_admin_secret, "userKey": p.grafana_user_key,
@@ -276,6 +290,8 @@ class KubePrometheusStack:
                 # (charts/grafana/templates/servicemonitor.yaml): without them Grafana is never scraped.
                 "serviceMonitor": {"labels": dict(p.monitor_labels)},
                 "sidecar": {
+                    **({"resources": {k: dict(v) for k, v in p.resources["grafanaSidecar"].items()}}
+                       if "grafanaSidecar" in p.resources else {}),
                     "dashboards": {"enabled": True, "label": label, "labelValue": label_value,
                                    "searchNamespace": "ALL"},
                     "datasources": {"url": self.prometheus_url},

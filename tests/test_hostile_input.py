@@ -707,6 +707,14 @@ def test_config_errors_name_the_file_and_key_in_synth(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_chart_repository_key_of_an_older_colocate_yaml_says_it_is_no_longer_read(tmp_path):
+    old = _config_with(tmp_path, lambda d: d["monitoring"].__setitem__(
+        "prometheusChartRepoURL", "https://prometheus-community.github.io/helm-charts"))
+    proc = ran(colocate("--config", str(old), "synth", "--outdir", "out", cwd=tmp_path), 2)
+    assert f"{old}:$.monitoring.prometheusChartRepoURL" in proc.stderr and "no longer read" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+
+
 def test_prometheus_on_the_shared_nfs_class_is_refused_naming_the_key(tmp_path):
     nfs = _config_with(tmp_path, lambda d: d["monitoring"].__setitem__("storageClass", d["storage"]["sharedClass"]))
     proc = ran(colocate("--config", str(nfs), "synth", "--outdir", "out", cwd=tmp_path), 2)
@@ -737,7 +745,8 @@ def test_check_reads_manifests_from_stdin(tmp_path):
 def test_capacity_marks_over_commitment_exits_1_and_names_what_it_does_not_count(tmp_path):
     proc = ran(colocate("capacity", str(ROOT / "dist"), cwd=tmp_path), 0)
     assert "OVER" not in proc.stdout
-    assert "not counted" in proc.stderr and "kube-prometheus-stack" in proc.stderr, proc.stderr
+    assert "not counted" in proc.stderr and "Prometheus monitoring/kube-prometheus-stack-prometheus" in proc.stderr, \
+        proc.stderr
     dist = _dist_copy(tmp_path / "dist")
     quota = dist / "apps/platform/resourcequota.training.training-quota.yaml"
     quota.write_text(quota.read_text().replace("persistentvolumeclaims: '100'", "persistentvolumeclaims: '1'"))

@@ -9,10 +9,10 @@ Its pool is the ``colocate.io/pool`` in its nodeSelector or required node affini
 the one its preferred node affinity names: where it runs while that pool has room); its tier the
 ``colocate.io/tier`` label of its PriorityClass, else of its Namespace, else ``platform``.
 
-Allocatable comes from a ``PoolSource``: the pools of colocate.model (reference_pools). Objects
-applied from Helm charts or upstream repositories (kube-prometheus-stack, dcgm-exporter, the
-training-operator) are not in dist/ and not counted; neither are CronJobs (not always running)
-nor LimitRange defaults.
+Allocatable comes from a ``PoolSource``: the pools of colocate.model (reference_pools). The
+upstream charts' objects are rendered into dist/ and counted like ours; CronJobs are not (not
+always running), nor LimitRange defaults, nor the pods an operator makes from a custom resource
+(Prometheus, Alertmanager).
 """
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from colocate.model.names import GPU, TIER_LABEL
 from colocate.model.pools import NodePoolProps, Resources
 from colocate.manifests import Doc, PodSpec
 from colocate.model.pods import ZERO, pod_resources, replicas
-from colocate.model.scheduling import pod_pools, preferred_pool
+from colocate.model.pool_facts import tolerated
+from colocate.model.scheduling import node_selected, pod_pools, preferred_pool
 
 #: Tier of pods whose PriorityClass and Namespace carry no tier label.
 DEFAULT_TIER = "platform"
@@ -86,17 +87,31 @@ def daemonset_nodes(pod: PodSpec, nodes: dict[str, int]) -> int:
     return nodes.get(pool, 0) if pool != UNPINNED else sum(nodes.values())
 
 
+def daemonset_pools(pod: PodSpec, pools: Sequence[NodePoolProps]) -> list[NodePoolProps]:
+    """The pools a DaemonSet's pods run on: every pool whose node labels its nodeSelector and
+    required node affinity accept and whose NoSchedule/NoExecute taints it tolerates (the
+    DaemonSet controller places one pod per such node)."""
+    tolerations = pod.spec.get("tolerations") or []
+    return [p for p in pools if node_selected(pod.spec, p.node_labels)
+            and all(tolerated(tolerations, t) for t in p.taints if t.effect != "PreferNoSchedule")]
+
+
 def usage(docs: list[Doc], pools: Sequence[NodePoolProps]) -> Usage:
     nodes = {p.name: p.nodes for p in pools}
     tier_of = _tier_of(docs)
     requests: dict[str, dict[str, Resources]] = {}
+
+    def add(pool: str, tier: str, amount: Resources) -> None:
+        by_tier = requests.setdefault(pool, {})
+        by_tier[tier] = by_tier.get(tier, ZERO) + amount
+
     for doc in docs:
         for pod in manifests.pod_specs(doc):
-            pool = pool_of(pod)
-            count = replicas(pod, daemonset_nodes(pod, nodes))
-            by_tier = requests.setdefault(pool, {})
-            tier = tier_of(pod)
-            by_tier[tier] = by_tier.get(tier, ZERO) + pod_resources(pod.spec).times(count)
+            if doc.kind == "DaemonSet" and pools:
+                for pool in daemonset_pools(pod, pools):
+                    add(pool.name, tier_of(pod), pod_resources(pod.spec).times(pool.nodes))
+                continue
+            add(pool_of(pod), tier_of(pod), pod_resources(pod.spec).times(replicas(pod, daemonset_nodes(pod, nodes))))
     return Usage(requests, {p.name: p.total_allocatable for p in pools})
 
 

@@ -162,6 +162,25 @@ def pod_priority(index: Index, rule: Rule) -> Iterator[Violation]:
             yield Violation(pod.doc, field, f"{name} ({values[name]}) is not above {offline.name} ({offline.value})")
 
 
+@reads(pods=True)
+def platform_requests(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Every running container of a platform pod (not in an online or offline namespace, not the
+    training-image pre-pull's) requests CPU and memory, or sets limits the API server copies
+    into requests."""
+    skip = index.ctx.offline_namespaces | index.ctx.online_namespaces | {index.ctx.cluster.prepull_namespace}
+    for pod in index.pods():
+        if pod.doc.namespace in skip or pod.doc.kind == "TFJob":
+            continue
+        for path, container in containers(pod, ("containers",)):
+            resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+            given = {key for part in ("requests", "limits") if isinstance(resources.get(part), dict)
+                     for key in resources[part]}
+            missing = [r for r in ("cpu", "memory") if r not in given]
+            if missing:
+                yield Violation(pod.doc, f"{path}.resources.requests", f"container {container.get('name')!r} requests "
+                                f"no {' and no '.join(missing)}")
+
+
 def image_from_mirror(index: Index, rule: Rule) -> Iterator[Violation]:
     """Every container image comes from Harbor or from a registry the nodes redirect to one of
     Harbor's proxy-cache projects; the nodes reach no other registry."""
