@@ -189,15 +189,19 @@ class ArgoCD:
     def _served(self, message: str) -> bool:
         """Argo CD failed on a kind the API server did not serve, and it serves it now (a retry
         will succeed). Argo CD's words (v2.10.15): 'no matches for kind "K" in version "g/v"'
-        (kubectl's apply) or 'could not find g/K' (its own discovery)."""
+        (kubectl's apply), 'could not find g/K' (its own discovery) or 'K.g "" not found' (the dry run)."""
         found = re.search(r'no matches for kind "([^"]+)" in version "([^"]+)"', message)
         if found:
             kind, api_version = found.groups()
         else:
-            found = re.search(r"could not find ([\w.-]+)/([\w]+) ", message)
-            if not found:
-                return False
-            group, kind = found.groups()
+            found = re.search(r"could not find ([\w.-]+)/(\w+) ", message)
+            if found:
+                group, kind = found.groups()
+            else:  # the dry run's 'K.group "" not found'
+                found = re.search(r'^(\w+)\.([\w.-]+) "" not found', message)
+                if not found:
+                    return False
+                kind, group = found.groups()
             api_version = next((f"{group}/{v['version']}" for g in self.cp.request("GET", "/apis")["groups"]
                                 if g["name"] == group for v in g["versions"][:1]), None)
             if api_version is None:
