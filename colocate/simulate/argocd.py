@@ -6,7 +6,6 @@ destination https://kubernetes.default.svc is the simulated API server (docs/sim
 from __future__ import annotations
 
 import base64
-import gzip
 import json
 import re
 import shutil
@@ -14,6 +13,7 @@ import socket
 import subprocess
 import time
 import urllib.error
+import zlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -409,7 +409,8 @@ def generated_manifests(cp: ControlPlane, app: str) -> list[dict]:
     for key in _redis(port, "KEYS", f"mfst|*|{app}|*"):
         value = _redis(port, "GET", key.decode())
         if value:
-            response = json.loads(gzip.decompress(value)).get("manifestResponse") or {}
+            # The Go writer is flushed, not closed: a gzip stream without its trailer.
+            response = json.loads(zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(value)).get("manifestResponse") or {}
             found.append((response.get("revision", ""), [json.loads(m) for m in response.get("manifests") or []]))
     if not found:
         raise SimulationError(f"the repo server has no manifests of Application {app} in its cache")

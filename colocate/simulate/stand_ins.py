@@ -119,7 +119,7 @@ def describe(cp: ControlPlane, storage_classes: list[str]) -> dict[str, str]:
                     (hook.get("clientConfig") or {}).get("url", "its URL")
                 policy = hook.get("failurePolicy", "Fail")
                 effect = ("the API server admits the requests it matches unchecked" if policy == "Ignore"
-                          else "every request it matches would be refused")
+                          else "the API server refuses every request it matches")
                 out[f"{kind}/{config['metadata']['name']} {hook['name']}"] = (
                     f"its server ({server}) is a container, which does not run; failurePolicy {policy}: {effect}")
     for sts in cp.items("/apis/apps/v1/statefulsets"):
