@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shutil
+import socket
 import subprocess
 import time
 import urllib.error
+import zlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -26,7 +29,7 @@ CRDS = ROOT / "policies" / "crds" / "argoproj.io"
 #: The controller and the repo server only read these when they carry this label
 #: (argo-cd v2.10.15 common/common.go LabelKeyAppName / util/settings).
 PART_OF = {"app.kubernetes.io/part-of": "argocd"}
-SYNC_TIMEOUT = 150.0
+SYNC_TIMEOUT = 300.0
 #: The controller's --app-resync: it compares every Application with git this often.
 APP_RESYNC_SECONDS = 10
 _GIT = ["git", "-c", "user.name=colocate-simulate", "-c", "user.email=simulate@colocate.invalid",
@@ -44,6 +47,8 @@ class AppState:
     failed: tuple[tuple[str, str], ...]
     #: Its source cannot be read offline (a Helm repository or an upstream git repository).
     offline: bool
+    #: Its sync operation's phase (Running while a sync or its retries are under way), or "".
+    operation: str = ""
 
 
 class ArgoCD:
@@ -147,27 +152,65 @@ class ArgoCD:
             conditions = [f"{c.get('type')}: {c.get('message')}" for c in status.get("conditions") or []]
             message = "; ".join(conditions or ([op["message"]] if op.get("phase") in ("Failed", "Error") else []))
             out.append(AppState(app["metadata"]["name"], (status.get("sync") or {}).get("status", "Unknown"),
-                                (status.get("health") or {}).get("status", "Unknown"), message, failed, offline))
+                                (status.get("health") or {}).get("status", "Unknown"), message, failed, offline,
+                                op.get("phase", "")))
         return sorted(out, key=lambda a: a.name)
 
-    def wait_synced(self, expected: set[str]) -> list[AppState]:
+    def wait_synced(self, expected: set[str], tick=None) -> list[AppState]:
         """Until every expected Application exists and those that can render offline are Synced
-        (or have failed for good), and nothing changed for a few seconds; bounded."""
+        (or have failed for good), and nothing changed for a few seconds; bounded. ``tick`` is
+        called on each poll (the operator stand-in). A sync that failed on a kind the API server
+        did not serve yet is retried by Argo CD (the Applications' retry policy) once another
+        Application installed its CRD: it is not done until its kind is served and the retry ran."""
         deadline = time.monotonic() + SYNC_TIMEOUT
         last, quiet = None, time.monotonic()
         while time.monotonic() < deadline:
             self.cp.check_alive()
+            if tick:
+                tick(self.cp)
             apps = self.apps()
-            done = {a.name for a in apps} >= expected and all(
-                a.offline or a.sync == "Synced" or a.message or a.failed for a in apps)
+            done = {a.name for a in apps} >= expected and all(self._done(a) for a in apps)
             if apps != last:
                 last, quiet = apps, time.monotonic()
             elif done and time.monotonic() - quiet >= 3:
                 return apps
             time.sleep(0.5)
         raise SimulationError(f"Argo CD did not finish syncing in {SYNC_TIMEOUT:.0f} s: "
-                              + "; ".join(f"{a.name} {a.sync}/{a.health} {a.message}" for a in (last or []))
+                              + "; ".join(f"{a.name} {a.sync}/{a.health} {a.operation} {a.message}" for a in (last or []))
                               + f"; its logs are in {self.cp.logs}")
+
+    def _done(self, app: AppState) -> bool:
+        if app.offline:
+            return True
+        if app.operation == "Running":  # a sync under way, or failed and waiting for its retry
+            return bool(app.failed) and not any(self._served(message) for _, message in app.failed)
+        return app.sync == "Synced" or bool(app.message or app.failed)
+
+    def _served(self, message: str) -> bool:
+        """Argo CD failed on a kind the API server did not serve, and it serves it now (a retry
+        will succeed). Argo CD's words (v2.10.15): 'no matches for kind "K" in version "g/v"'
+        (kubectl's apply), 'could not find g/K' (its own discovery) or 'K.g "" not found' (the dry run)."""
+        found = re.search(r'no matches for kind "([^"]+)" in version "([^"]+)"', message)
+        if found:
+            kind, api_version = found.groups()
+        else:
+            found = re.search(r"could not find ([\w.-]+)/(\w+) ", message)
+            if found:
+                group, kind = found.groups()
+            else:  # the dry run's 'K.group "" not found'
+                found = re.search(r'^(\w+)\.([\w.-]+) "" not found', message)
+                if not found:
+                    return False
+                kind, group = found.groups()
+            api_version = next((f"{group}/{v['version']}" for g in self.cp.request("GET", "/apis")["groups"]
+                                if g["name"] == group for v in g["versions"][:1]), None)
+            if api_version is None:
+                return False
+        try:
+            self.cp.path(api_version, kind)
+        except SimulationError:
+            return False
+        return True
 
 
 #: Stateful kinds first: what a deletion loses for good.
@@ -350,3 +393,49 @@ def _wait_value(argo: "ArgoCD", get, what: str, timeout: float = 90.0):
     found: list = []
     _wait(argo, lambda: found.append(get()) or found[-1] is not None, what, timeout)
     return found[-1]
+
+
+def generated_manifests(cp: ControlPlane, app: str) -> list[dict]:
+    """The manifests the real repo server generated for Application ``app`` (its newest revision's),
+    as parsed objects: read from the repo server's manifest cache in redis, where argo-cd v2.10.15
+    keeps each GenerateManifest answer (reposerver/cache/cache.go ``manifestCacheKey``:
+    ``mfst|<tracking label>|<app>|<revision>|...``, util/cache/redis.go: JSON, gzip). What the
+    controller compares with the cluster and applies."""
+    redis = next((p for name, p in cp.processes if name == "redis"), None)
+    if redis is None:
+        raise SimulationError("Argo CD's redis is not running")
+    port = int(redis.args[redis.args.index("--port") + 1])
+    found = []
+    for key in _redis(port, "KEYS", f"mfst|*|{app}|*"):
+        value = _redis(port, "GET", key.decode())
+        if value:
+            # The Go writer is flushed, not closed: a gzip stream without its trailer.
+            response = json.loads(zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(value)).get("manifestResponse") or {}
+            found.append((response.get("revision", ""), [json.loads(m) for m in response.get("manifests") or []]))
+    if not found:
+        raise SimulationError(f"the repo server has no manifests of Application {app} in its cache")
+    head = subprocess.run([*_GIT, "-C", str(cp.workdir / "repo"), "rev-parse", "HEAD"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    return next((m for revision, m in found if revision == head), found[-1][1])
+
+
+def _redis(port: int, *command: str):
+    """One redis command over RESP (no client library): bytes, a list of them, or None."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(f"*{len(command)}\r\n".encode() + b"".join(
+            f"${len(part.encode())}\r\n".encode() + part.encode() + b"\r\n" for part in command))
+        reader = conn.makefile("rb")
+        return _resp(reader)
+
+
+def _resp(reader):
+    line = reader.readline().rstrip(b"\r\n")
+    kind, rest = line[:1], line[1:]
+    if kind == b"$":
+        size = int(rest)
+        return None if size < 0 else reader.read(size + 2)[:-2]
+    if kind == b"*":
+        return [_resp(reader) for _ in range(int(rest))]
+    if kind == b"-":
+        raise SimulationError(f"redis: {rest.decode()}")
+    return rest

@@ -1,12 +1,11 @@
 """The components that act on the simulated cluster besides the control plane: kwok (the
-kubelets), the training-operator (TFJob -> pods), the CRDs of the charts that cannot render
-offline, a StorageClass and a provisioner that binds claims."""
+kubelets), the training-operator (TFJob -> pods), the StorageClasses the cluster provides and a
+provisioner that binds their claims."""
 from __future__ import annotations
 
 import sys
 import urllib.error
 
-import yaml
 
 from colocate import ROOT
 from colocate.resources import data_path
@@ -16,9 +15,6 @@ from colocate.simulate.control_plane import ControlPlane, SimulationError, free_
 from colocate.simulate.nodes import KWOK_ANNOTATION
 
 CRDS = ROOT / "policies" / "crds"
-#: CRDs installed by Applications that cannot render offline: the training-operator's upstream
-#: kustomize overlay (TFJob) and kube-prometheus-stack (ServiceMonitor, PrometheusRule, ...).
-OFFLINE_CRD_FILES = ("kubeflow.org_tfjobs.yaml", "monitoring.coreos.com")
 #: The pod lifecycle kwok plays (its own file; also keeps a user's ~/.kwok/kwok.yaml out).
 KWOK_STAGES = data_path("colocate", "simulate", "kwok", "stages.yaml")
 #: The provisioner name of the simulated StorageClass: it stands for the NFS provisioner.
@@ -58,15 +54,6 @@ def start_resubmitter(cp: ControlPlane, namespaces: list[str], extra: tuple[str,
             *SIM_RESUBMIT, *extra, *(f"--namespace={ns}" for ns in namespaces)]
     cp.metrics[name] = f"http://127.0.0.1:{port}/metrics"
     cp.run(name, argv, env={"PYTHONPATH": str(ROOT)})
-
-
-def crd_documents() -> list[dict]:
-    docs: list[dict] = []
-    for entry in OFFLINE_CRD_FILES:
-        path = CRDS / entry
-        for file in sorted(path.rglob("*.yaml")) if path.is_dir() else [path]:
-            docs += [d for d in yaml.safe_load_all(file.read_text()) if d and d.get("kind") == "CustomResourceDefinition"]
-    return docs
 
 
 def install_crds(cp: ControlPlane, docs: list[dict]) -> None:

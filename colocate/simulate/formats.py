@@ -81,7 +81,7 @@ def _sections(obs: Observation) -> list[tuple[str, list[str]]]:
         ("Argo CD Applications", [f"{a.name}: " + ("not rendered offline" if a.offline else f"{a.sync}, {a.health}")
                                   + (f" ({a.message})" if a.message and not a.offline else "")
                                   for a in obs.applications]),
-        ("Not rendered offline (represented)", [f"{app}: {what}" for app, what in sorted(obs.stand_ins.items())]),
+        ("Stand-ins (what cannot run offline)", [f"{what_}: {how}" for what_, how in obs.stand_ins.items()]),
         ("Pods", [f"{len(placed)} placed, {len(obs.pending)} Pending, of {len(obs.pods)}"]),
         ("Notes", obs.notes),
     ]

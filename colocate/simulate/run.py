@@ -49,22 +49,29 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
             for node in nodes.node_objects(pool, counts[pool.name]):
                 cp.request("POST", "/api/v1/nodes", node)
                 node_pool[node["metadata"]["name"]] = pool.name
-        components.install_crds(cp, components.crd_documents())
-        components.install_storage_class(cp, cfg.shared_storage_class)
-        components.start_training_operator(cp)
-        if resubmitting:
-            components.start_resubmitter(cp, _training_namespaces(docs))
+        storage_classes = sorted({cfg.shared_storage_class, cfg.monitoring.storage_class})
+        for storage_class in storage_classes:  # the cluster provides them (dist/ does not write them)
+            components.install_storage_class(cp, storage_class)
         argo = argocd.ArgoCD(cp, cfg, dist)
         argo.start()
         obs.rejected += [observe.Rejected("dist/bootstrap/", "root Application", e) for e in argo.apply_bootstrap()]
-        apps = argo.wait_synced({d["metadata"]["name"] for _, d in [*docs, *_bootstrap(dist)] if d["kind"] == "Application"})
+        apps = argo.wait_synced({d["metadata"]["name"] for _, d in [*docs, *_bootstrap(dist)] if d["kind"] == "Application"},
+                                tick=_operators)
         log(f"simulate: Argo CD synced {sum(a.sync == 'Synced' for a in apps)} of {len(apps)} Applications "
             f"({time.monotonic() - started:.1f} s)")
         _sync_results(cp, apps, docs, obs)
         obs.admission_policies = _bound_policies(cp)
         obs.applications = apps
-        obs.stand_ins = stand_ins.deploy(cp, docs, obs, {a.name: a.message for a in apps if a.offline})
+        # The training-operator's CRDs are the ones Argo CD applied (training-operator-upstream);
+        # the operator itself runs as a process, once they are served.
+        if _served(cp, "kubeflow.org/v1", "TFJob"):
+            components.start_training_operator(cp)
+        else:
+            obs.notes.append("the training-operator did not start: Argo CD did not install the TFJob CRD")
+        if resubmitting:
+            components.start_resubmitter(cp, _training_namespaces(docs))
         obs.settled = _settle(cp, resubmitting)
+        obs.stand_ins = stand_ins.describe(cp, storage_classes)
         log(f"simulate: cluster settled ({time.monotonic() - started:.1f} s)")
         since = ""
         if scenario.scale_to_peak or scenario.scale:
@@ -136,6 +143,21 @@ def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool,
             f"{report.training_running} running, {report.training_pending} pending, {report.training_suspended} "
             f"suspended; {report.preemptions} preempted, {report.resubmissions} resubmitted "
             f"({time.monotonic() - started:.1f} s)")
+
+
+def _operators(cp: ControlPlane) -> None:
+    """While Argo CD syncs: what the provisioner and prometheus-operator would do meanwhile (Argo CD
+    waits for the Prometheus resource to be healthy before kube-prometheus-stack's PostSync hook)."""
+    components.provision(cp)
+    stand_ins.reconcile_operators(cp)
+
+
+def _served(cp: ControlPlane, api_version: str, kind: str) -> bool:
+    try:
+        cp.path(api_version, kind)
+    except SimulationError:
+        return False
+    return True
 
 
 def _bound_policies(cp: ControlPlane) -> list[str]:
@@ -252,6 +274,7 @@ def _settle(cp: ControlPlane, resubmitting: bool = False) -> bool:
     while time.monotonic() < deadline:
         cp.check_alive()
         components.provision(cp)
+        stand_ins.reconcile_operators(cp)
         now = _fingerprint(cp, resubmitting)
         if now != last:
             last, quiet_since = now, time.monotonic()

@@ -70,7 +70,7 @@ def test_reference_night_places_every_pod(night):
     assert proc.returncode == 0, proc.stdout
     assert report["ok"] and report["rejected"] == [] and report["failed_creates"] == []
     # Argo CD synced every policy the reference generates, bound, before the pods below were made:
-    # the training-operator's TFJob pods, the DaemonSet's, the online Deployment's and the stand-ins'
+    # the training-operator's TFJob pods, the charts' pods and the operator stand-in's, the online Deployment's
     # were all admitted with every policy enforced (docs/admission.md).
     assert report["admission_policies"] == sorted(r.id for r in admission.enforced(checker.load_rules()))
     pods = report["pods"]
@@ -188,12 +188,14 @@ def faults(tmp_path_factory):
     online["spec"]["template"]["spec"]["priorityClassName"] = "online-high"
     del online["spec"]["template"]["spec"]["containers"][0]["securityContext"]
     added["deployment.training.online-in-training.yaml"] = online
-    added["pytorchjob.training.no-crd.yaml"] = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
-                                                "metadata": {"name": "no-crd", "namespace": "training"},
-                                                "spec": {"pytorchReplicaSpecs": {}}}
+    # JAXJob: a kind of a newer training-operator (v1.9) than the pinned v1.7.0, whose overlay
+    # (training-operator-upstream) installs the CRDs of TFJob, PyTorchJob, MPIJob, ... but not this.
+    added["jaxjob.training.no-crd.yaml"] = {"apiVersion": "kubeflow.org/v1", "kind": "JAXJob",
+                                            "metadata": {"name": "no-crd", "namespace": "training"},
+                                            "spec": {"jaxReplicaSpecs": {}}}
     for name, doc in added.items():
         # A missing CRD fails the dry run of its whole Application, so it goes where nothing else is.
-        folder = "observability" if doc["kind"] == "PyTorchJob" else "training"
+        folder = "observability" if doc["kind"] == "JAXJob" else "training"
         (dist / "apps" / folder / name).write_text(yaml.safe_dump(doc))
     scenario = root / "shrunk-peak.yaml"
     scenario.write_text("description: online grows to 12 while half the GPU nodes are down\n"
@@ -250,11 +252,11 @@ def test_fault_training_deployment_at_the_online_priority_is_denied_by_the_admis
 
 def test_fault_custom_resource_without_its_crd_is_rejected(faults):
     _, report = faults
-    found = [r for r in report["rejected"] if r["object"] == "PyTorchJob/training/no-crd"]
+    found = [r for r in report["rejected"] if r["object"] == "JAXJob/training/no-crd"]
     # Argo CD's own words, then the API server's discovery: no such kind is served.
-    assert found and found[0]["message"].startswith('PyTorchJob.kubeflow.org "" not found'), report["rejected"]
-    assert 'no matches for kind "PyTorchJob" in version "kubeflow.org/v1"' in found[0]["message"]
-    assert found[0]["source"].endswith("pytorchjob.training.no-crd.yaml")
+    assert found and found[0]["message"].startswith('JAXJob.kubeflow.org "" not found'), report["rejected"]
+    assert 'no matches for kind "JAXJob" in version "kubeflow.org/v1"' in found[0]["message"]
+    assert found[0]["source"].endswith("jaxjob.training.no-crd.yaml")
 
 
 def test_fault_online_service_that_cannot_be_placed_at_peak(faults):
