@@ -201,7 +201,7 @@ def convert_schema(node: Any, path: str = "") -> Any:
     # `^(?i)(abort|warn)?$`; Python's re (jsonschema) rejects a global flag that is not at the
     # very start. `(?i)^...` means the same to both.
     if isinstance(out.get("pattern"), str):
-        out["pattern"] = _LEADING_FLAGS.sub(r"(?\1)^", out["pattern"])
+        out["pattern"] = _scoped_flags(_LEADING_FLAGS.sub(r"(?\1)^", out["pattern"]))
 
     if (
         "properties" in out
@@ -333,6 +333,52 @@ def _group_of(doc: Mapping[str, Any]) -> str:
     return doc["group"]
 
 
+def _scoped_flags(pattern: str) -> str:
+    """A flag group at the start of a group, ``((?i)a|b)``, as the scoped group ``((?i:a|b))``:
+    RE2 applies the flag to the rest of the enclosing group, which the scoped form says in a way
+    Python's re accepts too (prometheus-operator v0.70.0's AlertmanagerConfig month and weekday
+    patterns). Patterns with an unbalanced group are left alone."""
+    out, i = pattern, 0
+    while True:
+        start = out.find("((?", i)
+        if start < 0:
+            return out
+        flags = re.match(r"\(\?([a-zA-Z]+)\)", out[start + 1:])
+        if not flags:
+            i = start + 1
+            continue
+        depth, j = 0, start
+        while j < len(out):
+            if out[j] == "\\":
+                j += 2
+                continue
+            depth += {"(": 1, ")": -1}.get(out[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        if j >= len(out):
+            return pattern
+        body = out[start + 1 + flags.end():j]
+        out = f"{out[:start]}((?{flags.group(1)}:{body}){out[j:]}"
+        i = start + 1
+
+
+def _vendored_source(path: Path) -> str:
+    """``<repository> <path>@<tag>`` of a file inside a tree of vendor/sources.yaml, else ""."""
+    from colocate import vendored
+
+    try:
+        trees = vendored.load()
+    except OSError:
+        return ""
+    for tree in sorted(trees.values(), key=lambda t: -len(t.path)):
+        root = tree.root.resolve()
+        if root in path.resolve().parents:
+            inner = path.resolve().relative_to(root).as_posix()
+            return f"{tree.repository} {tree.upstream_path}/{inner}@{tree.tag}"
+    return ""
+
+
 def schemas_for_file(
     path: str | os.PathLike[str], *, base_dir: str | os.PathLike[str] | None = None
 ) -> dict[tuple[str, str], dict]:
@@ -349,8 +395,9 @@ def schemas_for_file(
                 f"{header['upstream-sha256']} (vendored file was edited)"
             )
     comment = f"{GENERATED_MARK} (colocate/schemagen/crd.py) from {shown}"
-    if header.get("source"):
-        comment += f"; upstream: {header['source']}"
+    source = header.get("source") or _vendored_source(path)
+    if source:
+        comment += f"; upstream: {source}"
     comment += ". Do not edit."
     out: dict[tuple[str, str], dict] = {}
     for doc in load_documents(path):
