@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections import defaultdict
 from decimal import Decimal
 
 import yaml
 
 from colocate import ROOT, config as config_mod, quantity
+from colocate.review import capacity
+from pathlib import Path
 from colocate.model.cluster import reference
 from tests.helpers import colocate
 
@@ -44,12 +47,20 @@ def _pool(spec: dict) -> str:
     return pool
 
 
-def test_capacity_sums_match_the_requests_in_dist():
+def test_capacity_sums_match_the_requests_in_dist(tmp_path):
+    """Our folders, summed here by hand, against `colocate capacity` on a copy of dist/ without the
+    rendered charts (whose DaemonSets span pools: test_a_daemonset_counts_on_every_pool_it_admits)."""
+    index = yaml.safe_load((DIST / "index.yaml").read_text())
+    rendered = {folder.split("/", 1)[1] for folder, entry in index["folders"].items() if "rendered" in entry}
+    assert rendered
+    ours = tmp_path / "dist"
+    shutil.copytree(DIST, ours, ignore=lambda folder, names: [n for n in names if Path(folder) == DIST / "apps"
+                                                              and n in rendered])
     nodes = {p.name: p.nodes for p in reference(config_mod.load()).pools}
     want: dict[str, list[Decimal]] = defaultdict(lambda: [Decimal(0)] * 3)
     per_namespace: dict[str, list[Decimal]] = defaultdict(lambda: [Decimal(0)] * 3)
     claims: dict[str, int] = defaultdict(int)
-    for path in sorted(DIST.glob("apps/*/*.yaml")):
+    for path in sorted(ours.glob("apps/*/*.yaml")):
         obj = yaml.safe_load(path.read_text())
         pods = []  # (spec, count)
         if obj["kind"] == "TFJob":
@@ -67,7 +78,7 @@ def test_capacity_sums_match_the_requests_in_dist():
                 per_namespace[obj["metadata"]["namespace"]][i] += count * value
     assert want, "no workloads found in dist/"
 
-    proc = colocate("capacity", "--format", "json")
+    proc = colocate("capacity", str(ours), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     got = {(r["pool"], r["resource"]): r["total"] for r in json.loads(proc.stdout)["rows"]}
     for pool, (cpu, memory, gpus) in want.items():
@@ -82,6 +93,22 @@ def test_capacity_sums_match_the_requests_in_dist():
         assert used[(ns, "requests.cpu")] == cpu * 1000 and used[(ns, "requests.memory")] == memory
         assert used[(ns, "requests.nvidia.com/gpu")] == gpus
     assert used[("training", "persistentvolumeclaims")] == claims["training"] == 3
+
+
+def test_a_daemonset_counts_on_every_pool_it_admits():
+    """node-exporter tolerates every taint and selects no pool: one pod on every node of every pool;
+    the DCGM exporter only on the pools with GPUs (its required affinity)."""
+    pools = reference(config_mod.load()).pools
+    docs = capacity.api_objects(DIST)
+    exporter = [d for d in docs if d.kind == "DaemonSet" and d.name == "kube-prometheus-stack-prometheus-node-exporter"]
+    dcgm = [d for d in docs if d.kind == "DaemonSet" and d.name == "dcgm-exporter"]
+    assert exporter and dcgm
+    one = capacity.usage(exporter, pools)
+    assert set(one.requests) == {p.name for p in pools}
+    for pool in pools:
+        assert one.requests[pool.name]["platform"].cpu_milli == 102 * pool.nodes, pool.name
+    gpu = capacity.usage(dcgm, pools)
+    assert set(gpu.requests) == {p.name for p in pools if p.gpus}
 
 
 def test_capacity_text_is_a_table_per_pool_and_resource():

@@ -25,7 +25,7 @@ from colocate.model.names import GPU, TIER_LABEL
 from colocate.model.pools import NodePoolProps, Resources
 from colocate.manifests import Doc, PodSpec
 from colocate.model.pods import ZERO, pod_resources, replicas
-from colocate.model.pool_facts import tolerated
+from colocate.model.pool_facts import node_labels, tolerated
 from colocate.model.scheduling import node_selected, pod_pools, preferred_pool
 
 #: Tier of pods whose PriorityClass and Namespace carry no tier label.
@@ -92,7 +92,7 @@ def daemonset_pools(pod: PodSpec, pools: Sequence[NodePoolProps]) -> list[NodePo
     required node affinity accept and whose NoSchedule/NoExecute taints it tolerates (the
     DaemonSet controller places one pod per such node)."""
     tolerations = pod.spec.get("tolerations") or []
-    return [p for p in pools if node_selected(pod.spec, p.node_labels)
+    return [p for p in pools if node_selected(pod.spec, node_labels(p.node_labels))
             and all(tolerated(tolerations, t) for t in p.taints if t.effect != "PreferNoSchedule")]
 
 

@@ -54,7 +54,7 @@ def _statefulset(cp: ControlPlane, kind: str, prefix: str, resource: Mapping[str
     meta, spec = resource["metadata"], resource.get("spec") or {}
     name = f"{prefix}-{meta['name']}"
     labels = {"app.kubernetes.io/name": prefix, "app.kubernetes.io/instance": meta["name"],
-              "app.kubernetes.io/managed-by": "prometheus-operator", f"operator.prometheus.io/name": meta["name"]}
+              "app.kubernetes.io/managed-by": "prometheus-operator", "operator.prometheus.io/name": meta["name"]}
     container: dict[str, Any] = {"name": prefix, "image": IMAGE, "securityContext": _CONTAINER_SECURITY}
     if spec.get("resources"):
         container["resources"] = spec["resources"]

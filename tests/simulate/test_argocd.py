@@ -46,7 +46,7 @@ def test_root_application_syncs_every_application_from_dist(platform_drill):
     assert set(apps) == {"colocate-root", "colocate-platform", "colocate-training", "colocate-online",
                          "colocate-monitoring", "colocate-observability", "colocate-training-operator",
                          "colocate-training-control"} | PLATFORM
-    for name, app in apps.items():
+    for app in apps.values():
         assert not app["offline"], app  # every source is a folder of dist/ in this repository
         assert app["sync"] == "Synced" and app["failed"] == [], app
         # Progressing: TFJobs and the prepull DaemonSet whose pods are still starting at the end of the sync
