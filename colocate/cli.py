@@ -328,13 +328,28 @@ def _simulate(args: argparse.Namespace) -> int:
 
     dist = Path(args.path) if args.path else _default_dist()
     chosen = scenario.load(args.scenario)
+    also = [_report_file(spec, formats.FORMATS) for spec in args.write]  # named before minutes of running
     # SIGTERM (CI cancelling a job) stops the simulation's processes as Ctrl-C does.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     obs, logs = run.simulate(dist, chosen, Path(args.config) if args.config else None, keep_logs=args.keep_logs,
                              log=lambda line: print(line, file=sys.stderr, flush=True),
                              resubmitter=False if args.no_resubmitter else None)
+    for fmt, file in also:
+        file.write_text(formats.FORMATS[fmt](obs, logs), encoding="utf-8")
     sys.stdout.write(formats.FORMATS[args.format](obs, logs))
     return EXIT_OK if obs.ok else EXIT_FINDINGS
+
+
+def _report_file(spec: str, known) -> tuple[str, Path]:
+    """``FORMAT:FILE`` of ``--write``, checked: a known format and a file in an existing folder."""
+    fmt, sep, name = spec.partition(":")
+    if not sep or fmt not in known or not name:
+        raise InputError("--write", spec, f"expected FORMAT:FILE with FORMAT one of {', '.join(known)}, "
+                                          "e.g. --write html:day.html")
+    file = Path(name)
+    if file.is_dir() or not file.absolute().parent.is_dir():
+        raise InputError("--write", spec, f"{name} must be a file in an existing folder")
+    return fmt, file
 
 
 def _rules(args: argparse.Namespace) -> int:
@@ -499,6 +514,9 @@ def parser() -> argparse.ArgumentParser:
                    "training-operator v1.7.0 alone does to preempted TFJobs")
     m.add_argument("--format", choices=("text", "json", "markdown", "html"), default="text",
                    help="html: a self-contained page with the day's charts")
+    m.add_argument("--write", action="append", default=[], metavar="FORMAT:FILE",
+                   help="also write the report in FORMAT to FILE (repeatable): one run gives, say, the "
+                        "Markdown of a pull-request comment on stdout and --write html:day.html")
     m.add_argument("--keep-logs", action="store_true", help="keep the components' logs (kept anyway on failure)")
     m.set_defaults(func=_simulate)
     i = command("init", help="write a starter colocate.yaml (the reference configuration) to edit")

@@ -20,9 +20,15 @@ DIST = ROOT / "dist"
 
 
 @pytest.fixture(scope="module")
-def markdown():
-    proc = colocate("simulate", str(DIST), "--scenario", "day", "--format", "markdown", env=TAG)
-    return proc
+def day_html(tmp_path_factory):
+    return tmp_path_factory.mktemp("day") / "day.html"
+
+
+@pytest.fixture(scope="module")
+def markdown(day_html):
+    """One day's run: the Markdown report on stdout, the HTML page through ``--write``."""
+    return colocate("simulate", str(DIST), "--scenario", "day", "--format", "markdown",
+                    "--write", f"html:{day_html}", env=TAG)
 
 
 def _steps(text: str) -> dict[str, str]:
@@ -86,11 +92,9 @@ def test_the_markdown_charts_render_with_mmdc(markdown, tmp_path):
     assert coloured_pixels(tmp_path / "out-1.png", BAR_COLOURS["gpu"][1]) > 1000
 
 
-def test_the_html_page_draws_the_day_offline(tmp_path):
-    proc = colocate("simulate", str(DIST), "--scenario", "day", "--format", "html", env=TAG)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    page = tmp_path / "day.html"
-    page.write_text(proc.stdout)
+def test_the_html_page_draws_the_day_offline(markdown, day_html, tmp_path):
+    assert markdown.returncode == 0, markdown.stderr[-2000:]
+    page = day_html
     dom, requests = _load_page(chromium(), page, tmp_path / "day.png")
     assert dom.count("<svg ") == 3 and "<table>" in dom and "02:00" in dom
     assert requests == []

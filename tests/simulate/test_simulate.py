@@ -61,8 +61,11 @@ def night():
 
 
 @pytest.fixture(scope="module")
-def peak():
-    return simulate(str(DIST), "--scenario", "peak")
+def peak(tmp_path_factory):
+    """The peak's JSON report, and its text report from the same run (``--write``)."""
+    text = tmp_path_factory.mktemp("peak") / "peak.txt"
+    proc, report = simulate(str(DIST), "--scenario", "peak", "--write", f"text:{text}")
+    return proc, report, text.read_text()
 
 
 def test_reference_night_places_every_pod(night):
@@ -86,7 +89,7 @@ def test_reference_night_places_every_pod(night):
 
 
 def test_peak_places_every_online_pod_and_lists_the_preempted_training_pods(peak):
-    proc, report = peak
+    proc, report, text = peak
     assert proc.returncode == 0, proc.stdout
     online = [p for p in report["pods"] if p["tier"] == "online"]
     peak_replicas = int(yaml.safe_load((DIST / "apps/online/deployment.online.recsys-inference.yaml").read_text())
@@ -100,9 +103,7 @@ def test_peak_places_every_online_pod_and_lists_the_preempted_training_pods(peak
     lost = set(report["disrupted_pods"])
     assert lost and report["failed_by_preemption"] == [] and report["failed_jobs"] == [], report
     assert set(report["resubmissions"]) == lost, (report["resubmissions"], lost)
-    text = colocate("simulate", str(DIST), "--scenario", "peak", env=TAG)
-    assert text.returncode == 0, text.stdout
-    assert "Preempted:" in text.stdout and "Resubmitted (colocate resubmitter):" in text.stdout, text.stdout
+    assert "Preempted:" in text and "Resubmitted (colocate resubmitter):" in text, text
 
 
 def test_no_process_survives_a_simulation(night, peak):
@@ -131,6 +132,14 @@ def test_unusable_input_is_exit_2(tmp_path):
     proc = colocate("simulate", str(DIST), "--scenario", str(bad))
     assert proc.returncode == 2 and "is not a workload: write Deployment/<namespace>/<name>" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+    # --write is checked before anything starts.
+    for spec, says in ((f"pdf:{tmp_path / 'r.pdf'}", "expected FORMAT:FILE with FORMAT one of text, json"),
+                       ("html", "expected FORMAT:FILE"),
+                       (f"html:{tmp_path / 'none' / 'day.html'}", "must be a file in an existing folder"),
+                       (f"html:{tmp_path}", "must be a file in an existing folder")):
+        proc = colocate("simulate", str(DIST), "--write", spec)
+        assert proc.returncode == 2 and f"--write:{spec}: {says}" in proc.stderr, proc.stderr
+        assert "control plane" not in proc.stderr, proc.stderr
 
 
 # --- faults: one simulation of the reference dist/ with one object per fault class added, each
