@@ -38,3 +38,14 @@ def test_check_without_descriptions_names_the_file_synth_writes(tmp_path):
     proc = colocate("check", "dist/apps/online", "--cluster", str(empty))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"dist/{layout.nodepool_path('<pool>')}" in proc.stdout + proc.stderr
+
+
+def test_simulate_reads_the_pools_check_reads_from_the_files_synth_writes(tmp_path):
+    from colocate.checker.context import cluster_pools
+    from colocate.simulate import nodes
+
+    assert nodes.read_pools(DIST) == cluster_pools([], DIST / layout.NODES_FOLDER)[0]
+    assert [p.name for p in nodes.read_pools(DIST)] == sorted(POOLS)
+    with pytest.raises(InputError) as raised:
+        nodes.read_pools(tmp_path)
+    assert layout.nodepool_path("<pool>") in str(raised.value)

@@ -26,6 +26,8 @@ class PoolFacts:
     labels: Mapping[str, str]
     taints: tuple[Taint, ...]
     static_cpu: bool
+    #: Per node, before any reservation (the kubelet's capacity); None in a description without it.
+    capacity: Resources | None = None
 
     @property
     def total(self) -> Resources:
@@ -84,18 +86,21 @@ def from_documents(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[PoolF
         spec = doc.get("spec") or {}
         name = (doc.get("metadata") or {}).get("name")
         try:
-            alloc = spec["allocatable"]
             out.append(PoolFacts(
-                name=str(name), nodes=int(spec["nodes"]),
-                allocatable=Resources(quantity.millicores(alloc["cpu"]), quantity.to_bytes(alloc["memory"]),
-                                      int(quantity.parse(alloc.get(GPU, 0)))),
+                name=str(name), nodes=int(spec["nodes"]), allocatable=_resources(spec["allocatable"]),
                 labels=node_labels(spec.get("labels") or {}),
                 taints=tuple(Taint(t["key"], t.get("value", ""), t.get("effect", "NoSchedule")) for t in spec.get("taints") or []),
-                static_cpu=spec.get("cpuManagerPolicy") == "static"))
-        except (KeyError, TypeError, ValueError) as exc:
+                static_cpu=spec.get("cpuManagerPolicy") == "static",
+                capacity=_resources(spec["capacity"]) if "capacity" in spec else None))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise InputError(file, f"NodePool/{name}", f"not a NodePool description ({exc}); synth writes them to "
                              f"dist/{nodepool_path('<pool>')}") from None
     names = [p.name for p in out]
     if len(set(names)) != len(names):
         raise InputError(", ".join(sorted({f for f, _ in docs})), "", f"a NodePool is described twice: {names}")
     return tuple(sorted(out, key=lambda p: p.name))
+
+
+def _resources(listed: Mapping[str, Any]) -> Resources:
+    return Resources(quantity.millicores(listed["cpu"]), quantity.to_bytes(listed["memory"]),
+                     int(quantity.parse(listed.get(GPU, 0))))

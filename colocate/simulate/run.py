@@ -178,7 +178,7 @@ def _training_namespaces(docs) -> list[str]:
                             and (d["metadata"].get("labels") or {}).get(TIER_LABEL) == "offline"})
 
 
-def _node_counts(pools: list[nodes.SimPool], scenario: Scenario) -> dict[str, int]:
+def _node_counts(pools: tuple[nodes.PoolFacts, ...], scenario: Scenario) -> dict[str, int]:
     names = {p.name for p in pools}
     for name in scenario.nodes:
         if name not in names:
