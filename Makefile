@@ -15,6 +15,10 @@ export PATH := $(ROOT)/node_modules/.bin:$(ROOT)/bin:$(PATH)
 PY := $(ROOT)/.venv/bin/python
 # Extra arguments, e.g. `make test ARGS='-k policies -x'`.
 ARGS ?=
+# pytest-xdist workers, each test module on one (tests/conftest.py keeps the simulation modules
+# together on one); WORKERS=0 runs the suite in this process, e.g. for a debugger.
+WORKERS ?= 2
+XDIST := $(if $(filter 0,$(WORKERS)),-p no:xdist,-n $(WORKERS) --dist loadscope)
 
 .PHONY: help bootstrap synth lint test test-fast check simulate cdk8s-synth bench render-tools vendor-verify
 
@@ -53,12 +57,12 @@ lint: bootstrap
 test: bootstrap lint
 	$(PY) -m colocate.render_toolchain
 	$(PY) -m colocate.simulate.toolchain
-	$(PY) -m pytest $(ARGS)
+	$(PY) -m pytest $(XDIST) $(ARGS)
 
 # The edit loop: every test but the simulation's, so nothing waits for its components.
 test-fast: bootstrap lint
 	$(PY) -m colocate.render_toolchain
-	$(PY) -m pytest -m 'not simulate' $(ARGS)
+	$(PY) -m pytest $(XDIST) -m 'not simulate' $(ARGS)
 
 check: bootstrap
 	$(ROOT)/.venv/bin/colocate check dist/ $(ARGS)

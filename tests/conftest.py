@@ -28,3 +28,21 @@ def pytest_collection_modifyitems(items) -> None:
     for item in items:
         if item.path.is_relative_to(_SIMULATION):
             item.add_marker(pytest.mark.simulate)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadscope`` (`make test`), with every simulation module in one scope: one worker runs
+    them one after another (each starts its own components; two at once would halve the CPU each
+    has) while the other takes the other modules, each module on one worker (its fixtures made once).
+    pytest-xdist's own ``loadgroup`` cannot do it under pytest 9: it renames items through
+    ``item._nodeid``, which pytest 9 no longer reads."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SimulationTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/simulate" if nodeid.startswith("tests/simulate/") else super()._split_scope(nodeid)
+
+    return SimulationTogether(config, log)
