@@ -14,7 +14,8 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from colocate import checker, report, verdict_cache
+from colocate import checker, verdict_cache
+from colocate.checker import formats as report
 from colocate.errors import ColocateError
 from colocate.model.names import IGNORE_ANNOTATION, TIER_LABEL
 from tests.helpers import ROOT, colocate
