@@ -278,7 +278,8 @@ def _renders_helm(app: dict) -> bool:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from colocate import config as config_mod, headline, headline_formats
+    from colocate import config as config_mod
+    from colocate.report import formats as report_formats, headline
     from colocate.mixin.config import MixinConfig
     from colocate.model.cluster import reference
     from colocate.prometheus_api import Prometheus
@@ -289,7 +290,7 @@ def _report(args: argparse.Namespace) -> int:
     mixin = MixinConfig.from_cluster(reference(config_mod.load(Path(args.config)) if args.config else config_mod.load()))
     result = headline.build(prom, mixin, start=end - headline.duration(args.since, "--since"), end=end,
                             step=headline.duration(args.step, "--step"), night=night)
-    sys.stdout.write(headline_formats.FORMATS[args.format](result))
+    sys.stdout.write(report_formats.FORMATS[args.format](result))
     return EXIT_OK
 
 
