@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from colocate import kubeconform  # noqa: E402
-from colocate.toolchain import environment  # noqa: E402
+from colocate.go_builds import environment  # noqa: E402
 
 CHECKOV_VERSION = "3.3.30"
 CHECKOV_VENV = ROOT / ".bench" / "checkov-venv"
