@@ -131,7 +131,7 @@ def _refuse_findings(files: dict[str, str], outdir: Path, config_path: Path | No
     """synth refuses a tree its own check would refuse (a job that breaks the namespace's quota,
     more GPUs than the cluster has): the rules' errors, before anything is written."""
     from colocate import checker
-    from colocate.report import escape
+    from colocate.checker.formats import escape
 
     config = config_mod.load(config_path) if config_path else config_mod.load()
     errors = checker.judge_rendered({outdir / rel: text for rel, text in files.items()}, config)

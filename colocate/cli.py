@@ -97,7 +97,8 @@ def _synth_command(args: argparse.Namespace) -> str:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from colocate import checker, report
+    from colocate import checker
+    from colocate.checker import formats as check_formats
 
     if args.explain:
         return _explain(args.explain, Path(args.config) if args.config else None)
@@ -120,9 +121,9 @@ def _check(args: argparse.Namespace) -> int:
             print(f"{seconds:8.3f} s  {name}", file=sys.stderr)
         print(f"cache: {result.cache or 'not used (--no-cache, or standard input)'}", file=sys.stderr)
     if args.format == "text":
-        sys.stdout.write(report.to_text(result, colour=report.use_colour(sys.stdout)))
+        sys.stdout.write(check_formats.to_text(result, colour=check_formats.use_colour(sys.stdout)))
     else:
-        sys.stdout.write(report.FORMATS[args.format](result))
+        sys.stdout.write(check_formats.FORMATS[args.format](result))
     failing = result.findings if args.fail_on == "warning" else result.errors
     return EXIT_FINDINGS if failing else EXIT_OK
 
@@ -277,7 +278,8 @@ def _renders_helm(app: dict) -> bool:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from colocate import config as config_mod, headline, headline_formats
+    from colocate import config as config_mod
+    from colocate.report import formats as report_formats, headline
     from colocate.mixin.config import MixinConfig
     from colocate.model.cluster import reference
     from colocate.prometheus_api import Prometheus
@@ -288,7 +290,7 @@ def _report(args: argparse.Namespace) -> int:
     mixin = MixinConfig.from_cluster(reference(config_mod.load(Path(args.config)) if args.config else config_mod.load()))
     result = headline.build(prom, mixin, start=end - headline.duration(args.since, "--since"), end=end,
                             step=headline.duration(args.step, "--step"), night=night)
-    sys.stdout.write(headline_formats.FORMATS[args.format](result))
+    sys.stdout.write(report_formats.FORMATS[args.format](result))
     return EXIT_OK
 
 
@@ -541,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except ColocateError as exc:
-        from colocate.report import escape
+        from colocate.checker.formats import escape
 
         # Messages quote file names and values: each line escaped (a message's own lines kept).
         print("colocate: error: " + "\n".join(map(escape, str(exc).split("\n"))), file=sys.stderr)
@@ -560,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             traceback.print_exc()
-        from colocate.report import escape
+        from colocate.checker.formats import escape
 
         said = escape(" ".join(str(exc).split()))
         print(f"colocate: internal error: {type(exc).__name__}{': ' + said if said else ''} "

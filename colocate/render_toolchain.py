@@ -7,12 +7,12 @@ The versions are argo-cd's ``hack/tool-versions.sh`` at tag v2.10.15 (commit
 14963d7facc63320d16ba2440f8deb476c0d1cf0): ``helm3_version=3.14.4`` and ``kustomize5_version=5.2.1``;
 its Dockerfile installs exactly those (``hack/install.sh helm-linux`` and ``kustomize``) into the
 image the repo server runs from. A stamp per build (version, module, ldflags) makes a second run a
-no-op, as for the simulation's components (colocate/toolchain.py does both)."""
+no-op, as for the simulation's components (colocate/go_builds.py does both)."""
 from __future__ import annotations
 
 import sys
 
-from colocate.toolchain import BIN, Build, go_install, run_main, up_to_date
+from colocate.go_builds import BIN, Build, go_install, run_main, up_to_date
 
 #: The Argo CD release whose bundled renderers these are (colocate.yaml simulation.argocd).
 ARGOCD_VERSION = "v2.10.15"

@@ -114,7 +114,7 @@ def output_digest(files: Mapping[str, str]) -> str:
 def render(source: Source, target: Target) -> list[dict[str, Any]]:
     """The objects the renderer gives, in its order. Raises InputError naming the tree when it fails."""
     from colocate.render_toolchain import BUILDS, HOW_TO_BUILD
-    from colocate.toolchain import BIN, up_to_date
+    from colocate.go_builds import BIN, up_to_date
 
     build = next(b for b in BUILDS if b.name == source.renderer)
     if not (BIN / build.name).is_file() or not up_to_date(build):

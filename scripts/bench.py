@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from colocate.toolchain import environment
+from colocate.go_builds import environment
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = Path(sys.executable)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from colocate.simulate import toolchain
-from colocate.toolchain import environment
+from colocate.go_builds import environment
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import write_jobs  # noqa: E402  (the synth benchmark's job generator)

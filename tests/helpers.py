@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from colocate import ROOT
-from colocate.toolchain import environment
+from colocate.go_builds import environment
 
 VENV_BIN = Path(sys.executable).parent
 

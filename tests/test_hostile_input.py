@@ -274,7 +274,7 @@ def test_a_fifo_in_the_jobs_folder_is_bad_input_not_a_hang(tmp_path):
 
 def colocate_timeout(cwd: Path, *args: str, seconds: float = 60) -> subprocess.CompletedProcess:
     from tests.helpers import VENV_BIN
-    from colocate.toolchain import environment
+    from colocate.go_builds import environment
 
     return subprocess.run([str(VENV_BIN / "colocate"), *args], cwd=cwd, env=environment(), capture_output=True,
                           text=True, timeout=seconds)
@@ -399,7 +399,7 @@ def test_ctrl_c_during_synth_says_which_tree_is_in_place(tmp_path):
     import signal
     import time
     from colocate import render
-    from colocate.toolchain import environment
+    from colocate.go_builds import environment
     from tests.helpers import VENV_BIN
 
     out = tmp_path / "dist"
@@ -736,7 +736,7 @@ def test_a_yaml_boolean_where_a_name_belongs_gets_a_quote_it_hint(tmp_path):
 def test_check_reads_manifests_from_stdin(tmp_path):
     import subprocess as sp
     from tests.helpers import VENV_BIN
-    from colocate.toolchain import environment
+    from colocate.go_builds import environment
 
     text = yaml.safe_dump_all([deployment(replicas="three")])
     proc = sp.run([str(VENV_BIN / "colocate"), "check", "-", "--format", "json"], input=text, cwd=tmp_path,

@@ -19,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from colocate import ROOT, cli
-from colocate.toolchain import environment
+from colocate.go_builds import environment
 from tests.helpers import VENV_BIN, colocate
 
 FIXTURES = ROOT / "tests" / "policies" / "fixtures"

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from colocate import ROOT, checker, manifests
-from colocate.toolchain import environment
+from colocate.go_builds import environment
 from tests.helpers import VENV_BIN, colocate
 
 SCHEMA_FILE = ROOT / "tests/fixtures/sarif/sarif-schema-2.1.0.json"

@@ -104,8 +104,8 @@ def test_added_annotations_join_the_chart_lists_and_an_unknown_target_is_an_erro
 
 
 def test_a_missing_renderer_says_how_to_build_it(built, monkeypatch, tmp_path):
-    import colocate.toolchain
-    monkeypatch.setattr(colocate.toolchain, "BIN", tmp_path)
+    import colocate.go_builds
+    monkeypatch.setattr(colocate.go_builds, "BIN", tmp_path)
     chart = _charts(built)["apps/dcgm-exporter"]
     with pytest.raises(InputError, match="render_toolchain"):
         upstream.render(chart.row.source, chart.target)

@@ -1,5 +1,5 @@
 """The names of the mixin's recording rules, written once: the rules (rules.py) record them, the
-dashboards and `colocate report` (headline.py) query them. Prometheus' naming convention:
+dashboards and `colocate report` (report/headline.py) query them. Prometheus' naming convention:
 level:metric:operations (prometheus.io docs/practices/rules)."""
 
 NODE_CPU_UTILISATION = "node:node_cpu_utilisation:rate5m"

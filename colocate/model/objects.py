@@ -1,6 +1,6 @@
 """A Kubernetes object's identity, read from its dict: kind, group, name, namespace.
 
-The checker's parsed documents (colocate/manifests.py ``Doc``), the files synth writes
+The checker's parsed documents (colocate/manifests/doc.py ``Doc``), the files synth writes
 (colocate/render.py ``Manifest``) and the PromQL finder (colocate/promql/) share it.
 """
 from __future__ import annotations

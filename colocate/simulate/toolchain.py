@@ -15,7 +15,7 @@ from pathlib import Path
 from colocate import config
 from colocate.errors import InputError
 # Build, go_install and the stamps are shared with the renderers (colocate/render_toolchain.py).
-from colocate.toolchain import BIN, TOOLS, Build, go_install, run_main, up_to_date  # noqa: F401 (re-exported)
+from colocate.go_builds import BIN, TOOLS, Build, go_install, run_main, up_to_date  # noqa: F401 (re-exported)
 
 
 def builds(cfg: config.Config) -> list[Build]:

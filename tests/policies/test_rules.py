@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from colocate import checker, report
+from colocate import checker
+from colocate.checker import formats as report
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RULES = checker.load_rules()

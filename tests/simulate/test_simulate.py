@@ -16,7 +16,7 @@ import yaml
 
 from colocate import ROOT, admission, checker
 from colocate.simulate import toolchain
-from colocate.toolchain import environment
+from colocate.go_builds import environment
 from tests.helpers import VENV_BIN, colocate
 
 DIST = ROOT / "dist"

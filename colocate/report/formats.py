@@ -5,7 +5,7 @@ import json
 from dataclasses import asdict
 from typing import Callable, Optional
 
-from colocate.headline import Headline, iso
+from colocate.report.headline import Headline, iso
 
 
 def _pct(value: Optional[float]) -> str:
