@@ -350,7 +350,7 @@ def _report_file(spec: str, known) -> tuple[str, Path]:
                                           "e.g. --write html:day.html")
     file = Path(name)
     if file.is_dir() or not file.absolute().parent.is_dir():
-        raise InputError("--write", spec, f"{name} must be a file in an existing folder")
+        raise InputError("--write", spec, "must be a file in an existing folder")
     return fmt, file
 
 
