@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import json
 import string
-from dataclasses import dataclass, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Iterable
 
+from colocate import compiled
 from colocate.errors import ColocateError, InputError
 from colocate.model.cluster import Cluster
 from colocate.model.names import TIER_LABEL
 from colocate.resources import data_path
 
 RULES_DIR = data_path("colocate.policies", "rules")
-_RULE_SCHEMA = json.loads(data_path("colocate", "schemas", "rule.schema.json").read_text())
+_RULE_SCHEMA_PATH = data_path("colocate", "schemas", "rule.schema.json")
+_RULE_SCHEMA = json.loads(_RULE_SCHEMA_PATH.read_text())
 
 
 def fill(value: Any, values: dict[str, str]) -> Any:
@@ -54,24 +56,45 @@ class Rule:
 
 
 def read_rules(rules_dir: Path = RULES_DIR) -> tuple[Rule, ...]:
-    """Every rule file, validated and ordered by id. A malformed one is bad input (exit 2)."""
+    """Every rule file, validated and ordered by id. A malformed one is bad input (exit 2). Read
+    once per installation (colocate.compiled), then from its parsed form."""
+    files = sorted(rules_dir.glob("*.yaml"))
+    if not files:
+        # An installed colocate without its rule files would pass everything: refuse instead.
+        raise ColocateError(f"no policy rule found in {rules_dir}; the colocate installation is incomplete "
+                            "(reinstall it, or check the package data in pyproject.toml)")
+    rows = compiled.load("rules", files, _READERS, lambda: _parse_rules(files), _rows_valid)
+    rules = tuple(Rule(**{**row, "kinds": tuple(row["kinds"])}) for row in rows)
+    ids = [r.id for r in rules]
+    if len(set(ids)) != len(ids):
+        raise InputError(str(rules_dir), "", "two rule files share an id")
+    return rules
+
+
+def _parse_rules(files: list[Path]) -> list[dict[str, Any]]:
     from colocate import config as config_mod  # here: a check answered from its cache needs none of it
 
-    rules = []
-    for path in sorted(rules_dir.glob("*.yaml")):
+    rows = []
+    for path in files:
         data = config_mod.load_yaml_file(path)
         config_mod.validate(data, _RULE_SCHEMA, str(path))
         if not path.stem.startswith(data["id"]):
             raise InputError(str(path), "$.id", f"file name must start with the rule id {data['id']}")
-        rules.append(Rule(**{**data, "kinds": tuple(data.get("kinds", ()))}))
-    if not rules:
-        # An installed colocate without its rule files would pass everything: refuse instead.
-        raise ColocateError(f"no policy rule found in {rules_dir}; the colocate installation is incomplete "
-                            "(reinstall it, or check the package data in pyproject.toml)")
-    ids = [r.id for r in rules]
-    if len(set(ids)) != len(ids):
-        raise InputError(str(rules_dir), "", "two rule files share an id")
-    return tuple(rules)
+        rows.append({**data, "kinds": list(data.get("kinds", ()))})
+    return rows
+
+
+#: What reads the rule files: a change to any of them is a new compiled form.
+_READERS = [Path(__file__), Path(__file__).with_name("config.py"), _RULE_SCHEMA_PATH]
+_FIELDS = frozenset(f.name for f in fields(Rule))
+_REQUIRED = frozenset(f.name for f in fields(Rule) if f.default is MISSING)
+
+
+def _rows_valid(rows: Any) -> bool:
+    """A kept form has the shape :func:`_parse_rules` gives (never trusted otherwise)."""
+    return isinstance(rows, list) and bool(rows) and all(
+        isinstance(row, dict) and _REQUIRED <= row.keys() <= _FIELDS and isinstance(row["kinds"], list)
+        and all(isinstance(row[f], str) for f in _REQUIRED) for row in rows)
 
 
 def placeholder_values(cluster: Cluster, registry_host: str = "", proxied_registries: Iterable[str] = (),

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from colocate import compiled
+
 #: Changes whenever an entry's layout does: older entries are then never read.
 FORMAT = 3
 MAGIC = b"colocate-check-cache %d\n" % FORMAT
@@ -206,10 +208,10 @@ def _tree_files(roots: Iterable[Path]) -> list[tuple[str, str]]:
     return out
 
 
-def _tree_digest(store: Store, roots: Iterable[Path]) -> str:
+def _tree_digest(roots: Iterable[Path]) -> str:
     """The names and bytes of every file under the folders (colocate's code, rules and schemas),
-    remembered by their stat signatures: a checkout CI restores the cache into has other times
-    and reads the bytes once."""
+    kept by their stat signatures (colocate.compiled.digest): read once per installation, not
+    once per cache (a first check, or one with --cache elsewhere, hashes no 8 MB again)."""
     files = _tree_files(roots)
     signature = hashlib.blake2b(digest_size=20)
     for path, rel in files:
@@ -218,40 +220,35 @@ def _tree_digest(store: Store, roots: Iterable[Path]) -> str:
             signature.update(f"{path}\0{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_dev}\n".encode())
         except OSError:
             signature.update(f"{path}\0missing\n".encode())
-    memo_key = _hash("tree", signature.hexdigest())
-    known = store.get("stat", memo_key)
-    if isinstance(known, str):
-        return known
-    h = hashlib.blake2b(digest_size=20)
-    for path, rel in files:
-        try:
-            data = Path(path).read_bytes()
-        except OSError:
-            data = b"\0unreadable"
-        h.update(_hash(rel, data).encode())
-    digest = h.hexdigest()
-    store.put("stat", memo_key, digest)
-    return digest
+
+    def bytes_digest() -> str:
+        h = hashlib.blake2b(digest_size=20)
+        for path, rel in files:
+            try:
+                data = Path(path).read_bytes()
+            except OSError:
+                data = b"\0unreadable"
+            h.update(_hash(rel, data).encode())
+        return h.hexdigest()
+    return compiled.digest("tree-digest", signature.hexdigest(), bytes_digest)
 
 
-def _file_digest(store: Store, path: Path) -> str:
-    """The bytes' digest of a large file (kubeconform), remembered by its stat signature."""
+def _file_digest(path: Path) -> str:
+    """The bytes' digest of a large file (kubeconform), kept by its stat signature."""
     try:
         st = path.stat()
     except OSError:
         return "missing"
-    memo_key = _hash("binary", str(path.resolve()), str(st.st_size), str(st.st_mtime_ns), str(st.st_ino),
-                     str(st.st_dev))
-    known = store.get("stat", memo_key)
-    if isinstance(known, str):
-        return known
-    h = hashlib.blake2b(digest_size=20)
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    digest = h.hexdigest()
-    store.put("stat", memo_key, digest)
-    return digest
+
+    def bytes_digest() -> str:
+        h = hashlib.blake2b(digest_size=20)
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        return h.hexdigest()
+    signature = _hash("binary", str(path.resolve()), str(st.st_size), str(st.st_mtime_ns), str(st.st_ino),
+                      str(st.st_dev))
+    return compiled.digest("binary-digest", signature, bytes_digest)
 
 
 def _kubernetes_validate() -> str:
@@ -284,7 +281,7 @@ def _read(path: Path) -> bytes:
         return f"\0unreadable: {exc.errno}".encode()
 
 
-def environment(store: Store, config_file: Path, cluster: Path | None, exclude: Iterable[str]) -> str:
+def environment(config_file: Path, cluster: Path | None, exclude: Iterable[str]) -> str:
     """The key part every entry shares (module docstring)."""
     import colocate
     from colocate import kubeconform
@@ -300,8 +297,8 @@ def environment(store: Store, config_file: Path, cluster: Path | None, exclude: 
     pool_files = sorted(pools.rglob("*")) if pools.is_dir() else [pools]
     return _hash(
         "environment", str(FORMAT), sys.version, colocate.__version__,
-        _tree_digest(store, [package, policies]),
-        binary, _file_digest(store, Path(binary)) if binary else "",
+        _tree_digest([package, policies]),
+        binary, _file_digest(Path(binary)) if binary else "",
         _kubernetes_validate(),
         str(config_file.resolve()) if config_file else "", _read(config_file) if config_file else b"",
         str(pools), *(_hash(str(p), _read(p)) for p in pool_files if not p.is_dir()),

@@ -337,25 +337,24 @@ def test_a_damaged_or_foreign_entry_is_ignored(tmp_path, damage):
 
 
 def test_the_key_holds_the_configuration_the_kubeconform_binary_and_the_cluster(tmp_path, monkeypatch):
-    store = verdict_cache.Store(tmp_path / "cache")
     config = tmp_path / "colocate.yaml"
     shutil.copy(ROOT / "colocate.yaml", config)
-    base = verdict_cache.environment(store, config, None, ())
-    assert verdict_cache.environment(store, config, None, ()) == base
+    base = verdict_cache.environment(config, None, ())
+    assert verdict_cache.environment(config, None, ()) == base
     config.write_text(config.read_text() + "\n")
-    assert verdict_cache.environment(store, config, None, ()) != base
+    assert verdict_cache.environment(config, None, ()) != base
     shutil.copy(ROOT / "colocate.yaml", config)
     binary = tmp_path / "kubeconform"
     shutil.copy(ROOT / "bin" / "kubeconform", binary)
     monkeypatch.setenv("KUBECONFORM", str(binary))
-    copied = verdict_cache.environment(store, config, None, ())
+    copied = verdict_cache.environment(config, None, ())
     assert copied != base  # another binary (its path)
     with binary.open("ab") as out:
         out.write(b"\0")
-    assert verdict_cache.environment(store, config, None, ()) != copied  # other bytes, same path
+    assert verdict_cache.environment(config, None, ()) != copied  # other bytes, same path
     monkeypatch.delenv("KUBECONFORM")
-    assert verdict_cache.environment(store, config, DIST / "nodes" / "mixed", ()) != base
-    assert verdict_cache.environment(store, config, None, ("*.json",)) != base
+    assert verdict_cache.environment(config, DIST / "nodes" / "mixed", ()) != base
+    assert verdict_cache.environment(config, None, ("*.json",)) != base
 
 
 def test_a_cache_option_that_cannot_be_a_folder_is_bad_input_and_touches_nothing(tmp_path):

@@ -308,7 +308,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         hint = "".join(f"; {s.path}: {s.reason} ({s.hint})" for s in inputs.skipped)
         raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{hint}")
     # config.default_path(), without importing colocate.config (see _config_module).
-    env = verdict_cache.environment(store, config_path or repository() / CONFIG_NAME, cluster, exclude)
+    env = verdict_cache.environment(config_path or repository() / CONFIG_NAME, cluster, exclude)
     named = {str(p) for p in paths if not p.is_dir()}
     files = [str(f) for f in inputs.files]
     keys, previous = verdict_cache.file_keys(store, env, inputs.files, named, paths)
