@@ -407,6 +407,22 @@ def _served(version: str, file: str) -> None:
                          f"(it knows {known[0]} to {known[-1]}); use a released version it knows, such as {known[-1]}")
 
 
+def kubernetes_version(path: Path | None = None) -> str | None:
+    """The configuration's kubernetesVersion, read without validating the rest (``check`` starts
+    kubeconform with it, then validates while kubeconform runs); None when it is not a version
+    kubernetes-validate has schemas for, or the file cannot be read: :func:`load` then says why."""
+    path = path or default_path()
+    try:
+        data = load_yaml_file(path, str(path))
+        version = data.get("kubernetesVersion") if isinstance(data, dict) else None
+        if not isinstance(version, str) or not re.fullmatch(r"\d+\.\d+\.\d+", version):
+            return None
+        _served(version, str(path))
+    except InputError:
+        return None
+    return version
+
+
 def load(path: Path | None = None, schema_checked: bool = False) -> Config:
     """The configuration; ``schema_checked``: these very bytes passed the schema before (the
     verdict cache knows), so validating them again could only agree."""

@@ -112,6 +112,14 @@ class Store:
             self.stats.hits += 1
         return value
 
+    def holds_entries(self) -> bool:
+        """Whether any entry of this format may be there (False: a first run, nothing to reuse)."""
+        try:
+            with os.scandir(self.root / f"v{FORMAT}") as found:
+                return any(True for _ in found)
+        except OSError:
+            return False
+
     def has(self, kind: str, key: str) -> bool:
         """Whether an entry is there (not whether it can be trusted: :meth:`get` says that)."""
         return self._path(kind, key).is_file()

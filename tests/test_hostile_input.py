@@ -7,6 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from colocate import ROOT
@@ -700,6 +701,32 @@ def _config_with(tmp_path: Path, change) -> Path:
     path = tmp_path / "my-config.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
+
+
+def _kubeconforms_on(folder: Path) -> list[str]:
+    """kubeconform processes still running on files under ``folder``."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if args and args[0].endswith(b"kubeconform") and any(str(folder).encode() in a for a in args):
+            found.append(proc.name)
+    return found
+
+
+@pytest.mark.parametrize("cache", [["--no-cache"], ["--cache", "empty-cache"]])
+def test_a_bad_configuration_with_a_good_kubernetes_version_is_said_first(tmp_path, cache):
+    """check starts kubeconform with kubernetesVersion before validating the rest of the configuration:
+    a bad rest is still the error (before a missing path), and kubeconform does not outlive it."""
+    zero = _config_with(tmp_path, lambda d: d["monitoring"].__setitem__("storageSize", "0Gi"))
+    (tmp_path / "d.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\n")
+    for args in (["d.yaml"], ["d.yaml", "missing.yaml"]):
+        proc = ran(colocate("check", *args, "--config", str(zero), *cache, cwd=tmp_path), 2)
+        assert f"{zero}:$.monitoring.storageSize" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not _kubeconforms_on(tmp_path)
+    assert not (tmp_path / "empty-cache").exists() or not any((tmp_path / "empty-cache").rglob("file/*/*"))
 
 
 def test_config_errors_name_the_file_and_key_in_synth(tmp_path):
