@@ -54,10 +54,6 @@ class Reads:
             return WHOLE  # a shape the declaration cannot read: the rule reads it, and says so
         return None
 
-    def view(self, doc: Doc, ctx: Context, first: bool) -> int | dict | None:
-        chosen = self.chosen(doc, ctx)
-        return chosen if chosen is not None else self.by_kind(doc.kind, first)
-
 
 def reads(*kinds: str, pods: bool = False, whole: Callable[[Doc], bool] | None = None, skeleton: bool | str = False,
           project: Callable[[Doc, Context], dict | None] | None = None) -> Callable[[Callable], Callable]:
@@ -101,11 +97,18 @@ def skeleton(doc: Doc) -> dict:
 
 
 def seen_as(doc: Doc, view: int | dict) -> Doc:
-    """The object as a rule with this view sees it."""
+    """The object as a rule with this view sees it. An object's skeleton is made once and shared
+    by every rule that reads it so (no rule changes the objects it reads)."""
     if view == WHOLE:
         return doc
-    made = Doc(doc.file, doc.line, skeleton(doc)) if view == SKELETON else Doc(doc.file, doc.line, view)
-    made.__dict__["projected"] = view != SKELETON  # see capacity._usage: only a projection is trusted
+    if view == SKELETON:
+        made = doc.__dict__.get("_skeleton")
+        if made is None:
+            made = doc.__dict__["_skeleton"] = Doc(doc.file, doc.line, skeleton(doc))
+            made.__dict__["projected"] = False  # see capacity._usage: only a projection is trusted
+        return made
+    made = Doc(doc.file, doc.line, view)
+    made.__dict__["projected"] = True
     return made
 
 
@@ -113,9 +116,14 @@ def viewed_index(declared: Reads, docs: list[Doc], ctx: Context) -> Index:
     """The index a cross-object rule runs over: only what it declared."""
     out = []
     previous = None
+    asks = declared.whole is not None or declared.project is not None
     for doc in docs:
-        view = declared.view(doc, ctx, doc.file != previous)
+        first = doc.file != previous
         previous = doc.file
+        # Without whole or project, the kind alone says the view (10 to 20 times fewer calls).
+        view = declared.chosen(doc, ctx) if asks else None
+        if view is None:
+            view = declared.by_kind(doc.kind, first)
         if view is not None:
             out.append(seen_as(doc, view))
     return Index(out, ctx)
