@@ -117,6 +117,11 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         phase("load rules and context")
         rule_findings = evaluate(rules, index, timings)
         clock[0] = time.perf_counter()
+        # The lines of the rules' fields while kubeconform still runs (files composed again):
+        # after it, only its own findings' files are.
+        known: dict[tuple[str, int, str], int] = {}
+        _with_field_lines(rule_findings, known)
+        phase("field lines of the rules' findings")
         schema_result = kubeconform.wait(validation)
         kubeconform.unjudged(schema_result, sum(tally))
         phase("wait for kubeconform")
@@ -126,8 +131,8 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
             validation.wait()
     findings, suppressed = _suppress(_schema_result_findings(schema_result, docs, config.kubernetes_version) + rule_findings
                                      + _skipped_findings(inputs.skipped) + _unusable_findings(unusable), docs)
-    findings = _with_field_lines(findings)
-    suppressed = sorted(zip(_with_field_lines([f for f, _ in suppressed]), (reason for _, reason in suppressed)),
+    findings = _with_field_lines(findings, known)
+    suppressed = sorted(zip(_with_field_lines([f for f, _ in suppressed], known), (reason for _, reason in suppressed)),
                         key=lambda s: (_order(s[0]), s[1]))
     findings.sort(key=_order)
     phase("field lines, suppressions, sort")

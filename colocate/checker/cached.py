@@ -534,6 +534,9 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
             cross.extend(rerun_findings[rule.id])
         clock[0] = time.perf_counter()
         rule_findings = [f for file in files for f in local[file]] + cross
+        known = {(f, line, name): at for f, entry in entries.items() for line, name, at in entry.lines}
+        _with_field_lines(rule_findings, known)  # while kubeconform runs, as check() does
+        phase("field lines of the rules' findings")
         parts: dict[str, tuple[int, int, int, list[dict]]] | None = {}
         if validation is not None:
             fresh_result = kubeconform.wait(validation)
@@ -557,7 +560,6 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
     findings, suppressed = _suppress(_schema_result_findings(schema_result, known_docs, config.kubernetes_version)
                                      + rule_findings + _skipped_findings(inputs.skipped) + _unusable_findings(unusable),
                                      known_docs)
-    known = {(f, line, name): at for f, entry in entries.items() for line, name, at in entry.lines}
     findings = _with_field_lines(findings, known)
     suppressed = sorted(zip(_with_field_lines([f for f, _ in suppressed], known), (reason for _, reason in suppressed)),
                         key=lambda s: (_order(s[0]), s[1]))
