@@ -238,11 +238,12 @@ def _tree_digest(roots: Iterable[Path]) -> str:
                 data = b"\0unreadable"
             h.update(_hash(rel, data).encode())
         return h.hexdigest()
-    return compiled.digest("tree-digest", signature.hexdigest(), bytes_digest)
+    return compiled.digest("digest-tree", signature.hexdigest(), bytes_digest)
 
 
 def _file_digest(path: Path) -> str:
-    """The bytes' digest of a large file (kubeconform), kept by its stat signature."""
+    """The bytes' digest of a large file (kubeconform, kubernetes-validate's RECORD), kept by its
+    stat signature."""
     try:
         st = path.stat()
     except OSError:
@@ -256,7 +257,8 @@ def _file_digest(path: Path) -> str:
         return h.hexdigest()
     signature = _hash("binary", str(path.resolve()), str(st.st_size), str(st.st_mtime_ns), str(st.st_ino),
                       str(st.st_dev))
-    return compiled.digest("binary-digest", signature, bytes_digest)
+    # One kept digest per file name: kubeconform's and the RECORD's do not replace each other.
+    return compiled.digest(f"digest-{path.name}", signature, bytes_digest)
 
 
 def _kubernetes_validate() -> str:
@@ -271,10 +273,9 @@ def _kubernetes_validate() -> str:
     package = Path(spec.origin).resolve().parent
     schemas = package / "kubernetes-json-schema"
     for record in sorted(package.parent.glob("kubernetes_validate-*.dist-info/RECORD")):
-        try:
-            return _hash("record", record.read_bytes())
-        except OSError:
-            break
+        if record.is_file():
+            return _hash("record", _file_digest(record))  # 2.6 MB: kept by its stat, as the binary's
+        break
     h = hashlib.blake2b(digest_size=20)
     for path in sorted(schemas.rglob("*.json")):
         st = path.stat()
