@@ -76,23 +76,33 @@ def _kept_or(path: Path, kind: str, make: Callable[[], Any], valid: Callable[[An
 
 
 def _keep(path: Path, kind: str, value: Any) -> None:
-    """Write the entry atomically and remove the older ones of ``kind``; a failure costs nothing."""
-    tmp = None
+    """Write the entry and remove the older ones of ``kind``; a failure costs nothing."""
     try:
         body = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
         if json.loads(body) != value:  # not JSON data (a tuple, a date, a number as a key): kept it would differ
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as out:
-            out.write(FORMAT + hashlib.blake2b(body, digest_size=16).hexdigest().encode() + b"\n" + body)
-        os.replace(tmp, path)
-        tmp = None
+    except (TypeError, ValueError):
+        return
+    if write_atomically(path, FORMAT + hashlib.blake2b(body, digest_size=16).hexdigest().encode() + b"\n" + body):
         for old in path.parent.glob(f"{kind}-*.json"):
             if old != path:
                 old.unlink(missing_ok=True)
-    except (OSError, TypeError, ValueError):
-        pass
+
+
+def write_atomically(path: Path, data: bytes) -> bool:
+    """Write ``data`` to a temporary file beside ``path`` and rename it into place (os.replace), so
+    that a reader sees the old file or the new one, never part of one. False when it cannot."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+        tmp = None
+        return True
+    except (OSError, ValueError):
+        return False
     finally:
         if tmp is not None:
             try:

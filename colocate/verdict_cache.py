@@ -28,7 +28,6 @@ import json
 import os
 import queue
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -160,23 +159,10 @@ class Store:
             self._write(*item)
 
     def _write(self, path: Path, data: bytes) -> None:
-        tmp = None
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(tmp, path)
-            tmp = None
+        if compiled.write_atomically(path, data):
             self.stats.writes += 1
-        except (OSError, ValueError):
+        else:
             self.stats.write_errors += 1
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
 
 
 def _decode(data: bytes, kind: str, key: str) -> Any:
