@@ -29,6 +29,8 @@ CRDS = ROOT / "policies" / "crds" / "argoproj.io"
 #: The controller and the repo server only read these when they carry this label
 #: (argo-cd v2.10.15 common/common.go LabelKeyAppName / util/settings).
 PART_OF = {"app.kubernetes.io/part-of": "argocd"}
+#: libyaml: removeJob reads every file of dist/apps/ (megabytes), as run._dist_documents does.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SYNC_TIMEOUT = 300.0
 #: The controller's --app-resync: it compares every Application with git this often.
 APP_RESYNC_SECONDS = 10
@@ -285,7 +287,7 @@ def remove_job(argo: "ArgoCD", job: str) -> tuple[str, dict[str, int]]:
     wanted = _job_objects(job)
     files: dict = {}
     for file in sorted((argo.repo / "dist" / "apps").rglob("*.yaml")):
-        docs = [d for d in yaml.safe_load_all(file.read_text()) if isinstance(d, dict)]
+        docs = [d for d in yaml.load_all(file.read_text(), Loader=_YAML_LOADER) if isinstance(d, dict)]
         if docs and all((d.get("kind"), (d.get("metadata") or {}).get("name")) in wanted for d in docs):
             files[file] = docs
     if not files:
