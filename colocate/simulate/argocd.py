@@ -13,6 +13,7 @@ import socket
 import subprocess
 import time
 import urllib.error
+import urllib.request
 import zlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -23,12 +24,14 @@ import yaml
 from colocate import ROOT
 from colocate.config import Config
 from colocate.model.names import KEEP_ON_PRUNE, sync_options
-from colocate.simulate.control_plane import ControlPlane, SimulationError, free_port, refusal
+from colocate.simulate.control_plane import READY_TIMEOUT, ControlPlane, SimulationError, free_port, refusal
 
 CRDS = ROOT / "policies" / "crds" / "argoproj.io"
 #: The controller and the repo server only read these when they carry this label
 #: (argo-cd v2.10.15 common/common.go LabelKeyAppName / util/settings).
 PART_OF = {"app.kubernetes.io/part-of": "argocd"}
+#: libyaml: removeJob reads every file of dist/apps/ (megabytes), as run._dist_documents does.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SYNC_TIMEOUT = 300.0
 #: The controller's --app-resync: it compares every Application with git this often.
 APP_RESYNC_SECONDS = 10
@@ -75,12 +78,35 @@ class ArgoCD:
                                            f"--port={repo_port}", "--address=127.0.0.1",
                                            f"--metrics-port={free_port()}", f"--redis=127.0.0.1:{redis_port}",
                                            "--loglevel=warn"], env=env)
+        metrics_port = free_port()
         self.cp.run("argocd-application-controller", [
             str(self.cp.binaries["argocd-application-controller"]), f"--kubeconfig={self.cp.kubeconfig}",
             f"--namespace={self.namespace}", f"--repo-server=127.0.0.1:{repo_port}", "--repo-server-plaintext",
-            f"--redis=127.0.0.1:{redis_port}", f"--metrics-port={free_port()}", "--loglevel=warn",
+            f"--redis=127.0.0.1:{redis_port}", f"--metrics-port={metrics_port}", "--loglevel=warn",
             # Resync every 10 s instead of 3 min: the simulation waits for the last wave.
             f"--app-resync={APP_RESYNC_SECONDS}", "--self-heal-timeout-seconds=1"], env=env)
+        self._wait_controller(metrics_port)
+
+    def _wait_controller(self, metrics_port: int) -> None:
+        """Until the controller serves its metrics, which it starts once its Application and
+        AppProject informers have synced (argo-cd v2.10.15 controller/appcontroller.go Run). An
+        Application it lists earlier may be indexed before the AppProject informer has the project:
+        the index function then persists an InvalidSpecError condition ('project default which
+        does not exist', appcontroller.go newApplicationInformerAndLister), and the first sync,
+        reading it (controller/sync.go SyncAppState), fails and waits out a 20 s retry backoff.
+        On a cluster the bootstrap Application is applied to an Argo CD already running."""
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            self.cp.check_alive()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5):
+                    return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise SimulationError(f"the Argo CD application controller did not serve its metrics after "
+                                      f"{READY_TIMEOUT:.0f} s; its log is {self.cp.logs / 'argocd-application-controller.log'}")
+            time.sleep(0.2)
 
     def _make_repo(self) -> None:
         """A commit of the simulated dist/ (uncommitted work included) whose Applications point at
@@ -285,7 +311,7 @@ def remove_job(argo: "ArgoCD", job: str) -> tuple[str, dict[str, int]]:
     wanted = _job_objects(job)
     files: dict = {}
     for file in sorted((argo.repo / "dist" / "apps").rglob("*.yaml")):
-        docs = [d for d in yaml.safe_load_all(file.read_text()) if isinstance(d, dict)]
+        docs = [d for d in yaml.load_all(file.read_text(), Loader=_YAML_LOADER) if isinstance(d, dict)]
         if docs and all((d.get("kind"), (d.get("metadata") or {}).get("name")) in wanted for d in docs):
             files[file] = docs
     if not files:

@@ -23,6 +23,9 @@ from colocate.simulate.scenario import Scenario
 #: cluster event moves it sooner).
 QUIET_SECONDS = 4.0
 SETTLE_TIMEOUT = 120.0
+#: libyaml's loader, which reads the same documents as SafeLoader: dist/apps/ is megabytes (the
+#: charts' CRDs), which the pure-Python loader takes about 8 s to read.
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, keep_logs: bool = False,
@@ -196,7 +199,7 @@ def _dist_documents(dist: Path) -> list[tuple[str, dict[str, Any]]]:
         raise InputError(display(dist), "apps/", "no such folder: name a dist/ folder that `colocate synth` wrote")
     out = []
     for file in sorted((dist / "apps").rglob("*.yaml")):
-        for doc in yaml.safe_load_all(file.read_text()):
+        for doc in yaml.load_all(file.read_text(), Loader=YAML_LOADER):
             if isinstance(doc, dict) and doc.get("kind"):
                 out.append((display(file), doc))
     return out
@@ -222,7 +225,7 @@ def _drilled(scenario: Scenario, apps: list[argocd.AppState], docs) -> list[str]
 
 def _bootstrap(dist: Path) -> list[tuple[str, dict[str, Any]]]:
     return [(display(f), d) for f in sorted((dist / "bootstrap").glob("*.yaml"))
-            for d in yaml.safe_load_all(f.read_text()) if isinstance(d, dict)]
+            for d in yaml.load_all(f.read_text(), Loader=YAML_LOADER) if isinstance(d, dict)]
 
 
 def _sync_results(cp: ControlPlane, apps: list[argocd.AppState], docs, obs: observe.Observation) -> None:
