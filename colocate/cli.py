@@ -393,6 +393,12 @@ def rules_markdown(rules) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _shipped_scenarios() -> str:
+    """The names colocate/simulate/scenario.py ``shipped()`` gives, read here without importing the
+    simulation at every start (the folder sits at the same place in a wheel)."""
+    return ", ".join(sorted(p.stem for p in (Path(__file__).parent / "simulate" / "scenarios").glob("*.yaml")))
+
+
 def parser() -> argparse.ArgumentParser:
     from colocate import __version__
 
@@ -511,7 +517,8 @@ def parser() -> argparse.ArgumentParser:
                        "  130  interrupted (every process the simulation started is stopped)",
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     m.add_argument("path", nargs="?", help="dist/ folder (default: dist/ here, else the repository's)")
-    m.add_argument("--scenario", default="night", help="night (default), peak, day, delete-drill, or a scenario file")
+    m.add_argument("--scenario", default="night", help=f"a shipped scenario ({_shipped_scenarios()}; default "
+                   "night), or a scenario file")
     m.add_argument("--no-resubmitter", action="store_true", help="do not run colocate resubmitter: see what "
                    "training-operator v1.7.0 alone does to preempted TFJobs")
     m.add_argument("--format", choices=("text", "json", "markdown", "html"), default="text",

@@ -298,6 +298,14 @@ def test_check_help_lists_the_exit_codes():
         assert any(line.split()[:1] == [code] and meaning in line for line in proc.stdout.splitlines()), code
 
 
+
+def test_simulate_help_names_every_shipped_scenario():
+    """A scenario added to colocate/simulate/scenarios/ shows in --help without editing the CLI."""
+    from colocate.simulate import scenario
+    proc = colocate("simulate", "--help")
+    assert proc.returncode == 0
+    assert f"a shipped scenario ({', '.join(scenario.shipped())}; default night)" in " ".join(proc.stdout.split())
+
 # --- property: mutated manifests never crash the checker --------------------------------------
 
 PASSING = sorted(FIXTURES.glob("*/pass*.yaml"))
