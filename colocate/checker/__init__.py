@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from colocate import kubeconform, manifests
 from colocate.checker.cached import _check_cached
-from colocate.checker.context import _checked_context, _context, _load_config, cluster_pools, described_rules
+from colocate.checker.context import _checked_context, _context, _found_inputs, _load_config, cluster_pools, described_rules
 from colocate.checker.evaluate import SUPPRESSION_RULE_ID, evaluate
 from colocate.checker.findings import (
     _order, _schema_message, _schema_result_findings, _skipped_findings, _suppress, _unusable_findings, _with_field_lines,
@@ -77,15 +77,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
     # bad stops it, and is said first, as when it is validated before anything else.
     version = _config_module().kubernetes_version(config_path)
     config = None if version else _load_config(config_path)
-    try:
-        inputs = manifests.find(paths, exclude)  # an unknown path is bad input before any tool starts
-    except InputError:
-        _load_config(config_path)
-        raise
-    if not inputs.files:
-        _load_config(config_path)
-        hint = "".join(f"; {s.path}: {s.reason} ({s.hint})" for s in inputs.skipped)
-        raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{hint}")
+    inputs = _found_inputs(paths, exclude, config_path)
     # kubeconform gets the same files, so a file named twice, or a Helm chart in a folder, is not
     # validated there either.
     validation = None

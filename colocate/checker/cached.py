@@ -15,7 +15,7 @@ from colocate.errors import ColocateError, InputError
 from colocate.resources import CONFIG_NAME, repository
 from colocate.model import pool_facts
 from colocate.manifests import Doc
-from colocate.checker.context import _checked_context, _described_pools, _load_config
+from colocate.checker.context import _checked_context, _described_pools, _found_inputs
 from colocate.checker.rules import _config_module
 from colocate.checker.evaluate import evaluate
 from colocate.checker.findings import _order, _schema_result_findings, _skipped_findings, _suppress, _unusable_findings, _with_field_lines
@@ -298,15 +298,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
 
     folder = store.root
 
-    try:
-        inputs = manifests.find(paths, exclude)
-    except InputError:
-        _load_config(config_path)  # a bad configuration is said first, as without the cache
-        raise
-    if not inputs.files:
-        _load_config(config_path)
-        hint = "".join(f"; {s.path}: {s.reason} ({s.hint})" for s in inputs.skipped)
-        raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{hint}")
+    inputs = _found_inputs(paths, exclude, config_path)
     # An empty cache (a first run) can reuse nothing: kubeconform starts on every file at once,
     # as without the cache, rather than after the keys (a tenth of a second on a first run).
     validation = None

@@ -88,3 +88,18 @@ def described_rules(config_path: Path | None = None) -> tuple[Rule, ...]:
 def _load_config(config_path: Path | None) -> config_mod.Config:
     config_mod = _config_module()
     return config_mod.load(config_path) if config_path else config_mod.load()
+
+
+def _found_inputs(paths: list[Path], exclude: Iterable[str], config_path: Path | None) -> manifests.Inputs:
+    """The files to check, before any tool starts. Input that is bad, or holds no object, is
+    said after a bad configuration, as it would be if the configuration were read first."""
+    try:
+        inputs = manifests.find(paths, exclude)
+    except InputError:
+        _load_config(config_path)
+        raise
+    if not inputs.files:
+        _load_config(config_path)
+        hint = "".join(f"; {s.path}: {s.reason} ({s.hint})" for s in inputs.skipped)
+        raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{hint}")
+    return inputs
