@@ -12,7 +12,6 @@ import dataclasses
 import http.server
 import json
 import re
-import socket
 import subprocess
 import threading
 import time
@@ -30,6 +29,7 @@ from colocate.mixin.routing import CHAT, HEARTBEAT, NULL, PAGER, SECRETS_DIR, Re
 from colocate.errors import InputError, PropError
 from colocate.model import cluster as cluster_mod
 from colocate.model.names import CRITICAL, INFO, SEVERITIES, WARNING
+from colocate.simulate.control_plane import free_port
 from tests.helpers import chart_values, stop, wait_ready
 
 DIST = ROOT / "dist"
@@ -233,12 +233,6 @@ class _Webhooks(http.server.ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), Handler)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_a_real_alertmanager_pages_the_critical_and_mutes_its_warning(tmp_path):
     """The shipped config in Alertmanager itself: URLs and token read from the Secret's files
     (here a temporary folder in place of the mount), the critical alert posted to the pager,
@@ -262,7 +256,7 @@ def test_a_real_alertmanager_pages_the_critical_and_mutes_its_warning(tmp_path):
     config["route"].update(group_wait="1s", group_interval="1s")
     text = yaml.safe_dump(config).replace(f"{SECRETS_DIR}/{secret.name}", str(mount))
     (tmp_path / "alertmanager.yaml").write_text(text)
-    port = _free_port()
+    port = free_port()
     log = (tmp_path / "alertmanager.log").open("w")
     proc = subprocess.Popen([str(ALERTMANAGER), f"--config.file={tmp_path / 'alertmanager.yaml'}",
                              f"--storage.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -24,6 +23,7 @@ import yaml
 
 from colocate.mixin.config import PARSE_VALUES
 from colocate.grafana import expand_variables, panel_queries
+from colocate.simulate.control_plane import free_port
 from tests.fixtures.series import generate
 from tests.test_alerts import shipped_rule_files
 from tests.test_dashboards import shipped_dashboards
@@ -45,18 +45,12 @@ def _tool(name: str) -> str:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def prometheus(data: Path, workdir: Path) -> Iterator[str]:
     """A Prometheus on loopback over ``data``; yields its base URL, always stops it."""
     config = workdir / "prometheus.yml"
     config.write_text("global:\n  evaluation_interval: 1m\n")
-    port = _free_port()
+    port = free_port()
     log = (workdir / f"prometheus-{port}.log").open("w")
     proc = subprocess.Popen([_tool("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={data}",
                              f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=100y"],
@@ -219,5 +213,5 @@ def test_report_refuses_an_empty_range_or_bad_options_with_exit_2(prometheus_url
 
 
 def test_report_says_when_prometheus_is_unreachable():
-    proc = colocate("report", "--prometheus", f"http://127.0.0.1:{_free_port()}", "--until", str(AT))
+    proc = colocate("report", "--prometheus", f"http://127.0.0.1:{free_port()}", "--until", str(AT))
     assert proc.returncode == 2 and "cannot reach Prometheus at http://127.0.0.1:" in proc.stderr, proc.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -35,10 +36,40 @@ class SimulationError(ColocateError):
     """A component failed to start or answer; the message says which and where its log is."""
 
 
+#: Ports this process has handed out: a port is given to one component only, even after the
+#: probe that found it free has closed.
+_GIVEN: set[int] = set()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for the local ports of outgoing connections (Linux's default if unread)."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port nothing listens on, for a component to bind soon after. Taken below the kernel's
+    ephemeral range: a port the kernel picks for bind(0) is one it also picks for the clients'
+    outgoing connections, and one did take kube-controller-manager's between this answer and its
+    bind ("bind: address already in use"). Probed on all addresses, as some components bind."""
+    low, high = _ephemeral_range()
+    first, last = (10000, low - 1) if low > 12000 else (high + 1, 65535)
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randint(first, last)
+        if port in _GIVEN:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+        _GIVEN.add(port)
+        return port
+    raise SimulationError(f"no free TCP port found between {first} and {last}")
 
 
 class ControlPlane:

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from colocate import ROOT, admission, checker
-from colocate.simulate import toolchain
+from colocate.simulate import control_plane, toolchain
 from colocate.go_builds import environment
 from tests.helpers import VENV_BIN, colocate
 
@@ -306,3 +306,13 @@ def test_a_config_without_what_simulate_needs_is_named(tmp_path):
     no_simulation.write_text(text[:text.index("simulation:")])
     proc = colocate("simulate", str(DIST), "--config", str(no_simulation))
     assert proc.returncode == 2 and "no-simulation.yaml:$.simulation: missing" in proc.stderr, proc.stderr
+
+
+def test_free_ports_are_given_once_and_never_from_the_ephemeral_range():
+    """Each component gets a port of its own, and none from the range the kernel gives outgoing
+    connections: a client's connection once took kube-controller-manager's port between the
+    answer and its bind, and the run failed with "address already in use"."""
+    low, high = control_plane._ephemeral_range()
+    ports = [control_plane.free_port() for _ in range(300)]
+    assert len(set(ports)) == len(ports)
+    assert not [p for p in ports if low <= p <= high]
