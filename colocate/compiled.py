@@ -62,8 +62,8 @@ def _kept_or(path: Path, kind: str, make: Callable[[], Any], valid: Callable[[An
         data = path.read_bytes()
     except OSError:
         data = b""
-    found, _, body = data.removeprefix(FORMAT).partition(b"\n")
-    if data.startswith(FORMAT) and found == hashlib.blake2b(body, digest_size=16).hexdigest().encode():
+    body = unseal(FORMAT, data)
+    if body is not None:
         try:
             value = json.loads(body)
             if valid(value):
@@ -83,10 +83,27 @@ def _keep(path: Path, kind: str, value: Any) -> None:
             return
     except (TypeError, ValueError):
         return
-    if write_atomically(path, FORMAT + hashlib.blake2b(body, digest_size=16).hexdigest().encode() + b"\n" + body):
+    if write_atomically(path, seal(FORMAT, body)):
         for old in path.parent.glob(f"{kind}-*.json"):
             if old != path:
                 old.unlink(missing_ok=True)
+
+
+def seal(magic: bytes, body: bytes, digest_size: int = 16) -> bytes:
+    """A kept file's bytes: ``magic`` (a line naming the format), the body's BLAKE2b digest on a
+    line of its own, then the body."""
+    return magic + hashlib.blake2b(body, digest_size=digest_size).hexdigest().encode() + b"\n" + body
+
+
+def unseal(magic: bytes, data: bytes, digest_size: int = 16) -> bytes | None:
+    """The body :func:`seal` wrote, or None when the format or the digest does not match (a
+    foreign, truncated or damaged file)."""
+    if not data.startswith(magic):
+        return None
+    digest, newline, body = data[len(magic):].partition(b"\n")
+    if not newline or digest != hashlib.blake2b(body, digest_size=digest_size).hexdigest().encode():
+        return None
+    return body
 
 
 def write_atomically(path: Path, data: bytes) -> bool:

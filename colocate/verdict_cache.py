@@ -140,7 +140,7 @@ class Store:
     def put_raw(self, kind: str, key: str, value_json: str) -> None:
         """:meth:`put` of a value already serialised as JSON (the objects, serialised once)."""
         body = ('["%s",%s,%s]' % (kind, json.dumps(key), value_json)).encode("utf-8", "surrogatepass")
-        data = MAGIC + hashlib.blake2b(body, digest_size=_DIGEST).hexdigest().encode() + b"\n" + body
+        data = compiled.seal(MAGIC, body, _DIGEST)
         if self._queue is None:
             self._queue = queue.SimpleQueue()
             self._writer = threading.Thread(target=self._write_queued, name="cache-writer", daemon=True)
@@ -166,11 +166,8 @@ class Store:
 
 
 def _decode(data: bytes, kind: str, key: str) -> Any:
-    if not data.startswith(MAGIC):
-        return None
-    rest = data[len(MAGIC):]
-    digest, newline, body = rest.partition(b"\n")
-    if not newline or digest != hashlib.blake2b(body, digest_size=_DIGEST).hexdigest().encode():
+    body = compiled.unseal(MAGIC, data, _DIGEST)
+    if body is None:
         return None
     try:
         stored_kind, stored_key, value = json.loads(body)
