@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from colocate import ROOT, admission, app, checker, config
-from tests.helpers import colocate
+from tests.helpers import colocate, yaml_load
 
 DIST = ROOT / "dist"
 RULES = checker.load_rules()
@@ -18,7 +18,7 @@ ENFORCED = admission.enforced(RULES)
 
 
 def _dist_policies() -> list[dict]:
-    return [yaml.safe_load(p.read_text()) for p in sorted(DIST.glob("apps/platform/validatingadmissionpolic*.yaml"))]
+    return [yaml_load(p.read_text()) for p in sorted(DIST.glob("apps/platform/validatingadmissionpolic*.yaml"))]
 
 
 def test_only_rules_that_judge_an_object_alone_are_enforced():
@@ -65,13 +65,13 @@ def test_configuration_values_are_cel_literals():
 
 
 def test_the_control_plane_gets_the_api_server_flags_with_the_option_and_not_without():
-    cluster = yaml.safe_load((DIST / "control-plane/clusterconfiguration.yaml").read_text())
+    cluster = yaml_load((DIST / "control-plane/clusterconfiguration.yaml").read_text())
     assert cluster["apiServer"]["extraArgs"] == {"feature-gates": "ValidatingAdmissionPolicy=true",
                                                  "runtime-config": "admissionregistration.k8s.io/v1beta1=true"}
     off = app.render_files(app.build(dataclasses.replace(config.load(), admission_policies=False)))
     assert not [f for f in off if "validatingadmissionpolic" in f]
     assert cluster["controllerManager"]["extraArgs"]["feature-gates"] == "ValidatingAdmissionPolicy=true"
-    cluster_off = yaml.safe_load(off["control-plane/clusterconfiguration.yaml"])
+    cluster_off = yaml_load(off["control-plane/clusterconfiguration.yaml"])
     assert "apiServer" not in cluster_off and "feature-gates" not in cluster_off["controllerManager"]["extraArgs"]
 
 
@@ -98,7 +98,7 @@ def test_colocate_rules_marks_the_enforced_rules():
 
 @pytest.mark.parametrize("value", ["yes", 1, None])
 def test_a_bad_admission_option_exits_2_naming_it(tmp_path, value):
-    data = yaml.safe_load((ROOT / "colocate.yaml").read_text())
+    data = yaml_load((ROOT / "colocate.yaml").read_text())
     data["admission"] = {"policies": value}
     path = tmp_path / "colocate.yaml"
     path.write_text(yaml.safe_dump(data))

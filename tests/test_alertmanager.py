@@ -30,7 +30,7 @@ from colocate.errors import InputError, PropError
 from colocate.model import cluster as cluster_mod
 from colocate.model.names import CRITICAL, INFO, SEVERITIES, WARNING
 from colocate.simulate.control_plane import free_port
-from tests.helpers import chart_values, stop, wait_ready
+from tests.helpers import chart_values, stop, wait_ready, yaml_load
 
 DIST = ROOT / "dist"
 AMTOOL = ROOT / "bin" / "amtool"
@@ -65,7 +65,7 @@ def _shipped_config() -> dict:
 
 
 def _effective_config() -> dict:
-    return helm_merge(yaml.safe_load(CHART_DEFAULT.read_text()), _shipped_config())
+    return helm_merge(yaml_load(CHART_DEFAULT.read_text()), _shipped_config())
 
 
 def _amtool(*args: str) -> subprocess.CompletedProcess:
@@ -192,7 +192,7 @@ def test_a_bad_receiver_secret_is_refused_naming_the_prop(secret, prop):
 
 
 def test_colocate_yaml_requires_the_secret_and_takes_a_null_token(tmp_path):
-    data = yaml.safe_load(config_mod.default_path().read_text())
+    data = yaml_load(config_mod.default_path().read_text())
     data["monitoring"]["alertmanagerSecret"] = {"name": "am", "chatTokenKey": None}
     path = tmp_path / "colocate.yaml"
     path.write_text(yaml.safe_dump(data))

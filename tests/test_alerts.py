@@ -17,6 +17,7 @@ import yaml
 from colocate import ROOT
 from colocate.constructs.prometheus_rule import PrometheusRule, PrometheusRuleProps, rules_file
 from colocate.errors import PropError
+from tests.helpers import yaml_load
 
 UNIT_TESTS = ROOT / "tests" / "promtool"
 DIST = ROOT / "dist"
@@ -34,7 +35,7 @@ def shipped_rule_files(tree: dict[str, str], chart: bool = False) -> dict[str, d
     for path, text in tree.items():
         if not chart and CHART_RULES in path:
             continue
-        obj = yaml.safe_load(text) if path.endswith(".yaml") else {}
+        obj = yaml_load(text) if path.endswith(".yaml") else {}
         if obj.get("kind") == "PrometheusRule":
             out[f"{obj['metadata']['name']}.yaml"] = rules_file(obj)
     return out
@@ -88,7 +89,7 @@ def test_every_alert_has_a_firing_and_a_silent_unit_test(rendered):
     firing: set[str] = set()
     silent: set[str] = set()
     for path in UNIT_TESTS.glob("*.test.yaml"):
-        for group in yaml.safe_load(path.read_text())["tests"]:
+        for group in yaml_load(path.read_text())["tests"]:
             for case in group.get("alert_rule_test") or []:
                 (firing if case.get("exp_alerts") else silent).add(case["alertname"])
     shipped = _shipped_alerts(rendered)
@@ -99,12 +100,12 @@ def test_every_alert_has_a_firing_and_a_silent_unit_test(rendered):
 
 
 def test_rules_are_picked_up_by_kube_prometheus_stack_after_its_crd(rendered):
-    rules = [yaml.safe_load(t) for p, t in rendered.items() if p.startswith("apps/observability/prometheusrule.")]
+    rules = [yaml_load(t) for p, t in rendered.items() if p.startswith("apps/observability/prometheusrule.")]
     assert len(rules) == 1
     meta = rules[0]["metadata"]
     assert meta["labels"]["release"] == "kube-prometheus-stack"
     assert meta["annotations"]["argocd.argoproj.io/sync-options"] == "SkipDryRunOnMissingResource=true"
-    app = yaml.safe_load(rendered["apps/argocd/application.argocd.colocate-observability.yaml"])
+    app = yaml_load(rendered["apps/argocd/application.argocd.colocate-observability.yaml"])
     assert app["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "-4"
 
 

@@ -6,13 +6,12 @@ import shutil
 from collections import defaultdict
 from decimal import Decimal
 
-import yaml
 
 from colocate import ROOT, config as config_mod, quantity
 from colocate.review import capacity
 from pathlib import Path
 from colocate.model.cluster import reference
-from tests.helpers import colocate
+from tests.helpers import colocate, yaml_load
 
 DIST = ROOT / "dist"
 
@@ -50,7 +49,7 @@ def _pool(spec: dict) -> str:
 def test_capacity_sums_match_the_requests_in_dist(tmp_path):
     """Our folders, summed here by hand, against `colocate capacity` on a copy of dist/ without the
     rendered charts (whose DaemonSets span pools: test_a_daemonset_counts_on_every_pool_it_admits)."""
-    index = yaml.safe_load((DIST / "index.yaml").read_text())
+    index = yaml_load((DIST / "index.yaml").read_text())
     rendered = {folder.split("/", 1)[1] for folder, entry in index["folders"].items() if "rendered" in entry}
     assert rendered
     ours = tmp_path / "dist"
@@ -61,7 +60,7 @@ def test_capacity_sums_match_the_requests_in_dist(tmp_path):
     per_namespace: dict[str, list[Decimal]] = defaultdict(lambda: [Decimal(0)] * 3)
     claims: dict[str, int] = defaultdict(int)
     for path in sorted(ours.glob("apps/*/*.yaml")):
-        obj = yaml.safe_load(path.read_text())
+        obj = yaml_load(path.read_text())
         pods = []  # (spec, count)
         if obj["kind"] == "TFJob":
             pods = [(r["template"]["spec"], r.get("replicas", 1)) for r in obj["spec"]["tfReplicaSpecs"].values()]

@@ -28,6 +28,7 @@ from colocate.schemagen.crd import (
     vendored_body,
     write_schemas,
 )
+from tests.helpers import yaml_load, yaml_load_all
 
 KUBECONFORM = ROOT / "bin" / "kubeconform"
 FIXTURES = ROOT / "tests" / "fixtures" / "schemas"
@@ -186,7 +187,7 @@ def test_rejects_what_it_cannot_convert():
         crd_to_schemas(_crd(WIDGET, versions=[("v1", False)]))
     # YAML 1.1 reads an unquoted `on:` key as True
     with pytest.raises(SchemaSourceError, match="non-string property name"):
-        convert_schema(yaml.safe_load("type: object\nproperties:\n  on: {type: string}\n"))
+        convert_schema(yaml_load("type: object\nproperties:\n  on: {type: string}\n"))
 
 
 def test_handwritten_source_has_no_metadata():
@@ -282,7 +283,7 @@ def _fixture_docs(kind: str) -> list[tuple[Path, dict]]:
     return [
         (p, doc)
         for p in sorted((FIXTURES / kind).glob("*.yaml"))
-        for doc in yaml.safe_load_all(p.read_text())
+        for doc in yaml_load_all(p.read_text())
         if doc
     ]
 

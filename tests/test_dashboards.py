@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import promql_parser
-import yaml
 
-from tests.helpers import chart_values
+from tests.helpers import chart_values, yaml_load
 from colocate import config as config_mod
 from colocate.model import cluster as cluster_mod
 from colocate.constructs.colocation_mixin import ColocationMixin, dcgm_fields
@@ -27,7 +26,7 @@ def shipped_dashboards(rendered: dict[str, str]) -> dict[str, dict]:
     for path, text in rendered.items():
         if path.startswith("apps/kube-prometheus-stack/"):
             continue
-        obj = yaml.safe_load(text) if path.endswith(".yaml") else {}
+        obj = yaml_load(text) if path.endswith(".yaml") else {}
         if obj.get("kind") == "ConfigMap" and "grafana_dashboard" in (obj["metadata"].get("labels") or {}):
             for board in from_configmap(obj):
                 out[f"{path}#{board['uid']}"] = board
@@ -43,7 +42,7 @@ def _mixin() -> ColocationMixin:
 
 
 def test_dashboard_configmaps_are_minified_sidecar_configmaps_applied_server_side(rendered):
-    maps = [yaml.safe_load(t) for p, t in rendered.items() if p.startswith("apps/observability/configmap.")]
+    maps = [yaml_load(t) for p, t in rendered.items() if p.startswith("apps/observability/configmap.")]
     assert maps
     for cm in maps:
         assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"

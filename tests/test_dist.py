@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from colocate import ROOT, app, config as config_mod, kubeconform, render
-from tests.helpers import colocate, repo_copy, run
+from tests.helpers import colocate, repo_copy, run, yaml_load
 
 DIST = ROOT / "dist"
 
@@ -24,31 +24,31 @@ def test_synth_is_deterministic(rendered):
 
 
 def test_every_object_has_standard_labels_and_the_index_has_the_release(rendered):
-    index = yaml.safe_load(rendered["index.yaml"])
+    index = yaml_load(rendered["index.yaml"])
     manifests = [p for p in rendered if p.endswith(".yaml")]  # the rest is containerd's TOML
     assert index["release"] and index["objectCount"] == len(manifests) - 1
     upstream = tuple(f"{folder}/" for folder, entry in index["folders"].items() if "rendered" in entry)
     assert upstream, "no rendered chart folder in the index"
     for path, text in rendered.items():
         if path.startswith("apps/") and not path.startswith(upstream):  # a chart's objects keep the chart's labels
-            labels = yaml.safe_load(text)["metadata"]["labels"]
+            labels = yaml_load(text)["metadata"]["labels"]
             assert labels["app.kubernetes.io/part-of"] == "colocate", path
             assert "app.kubernetes.io/instance" not in labels, f"{path}: Argo CD owns the instance label"
 
 
 def test_one_folder_per_argo_application(rendered):
     # Applications of our own folders; Helm charts and upstream repositories have none.
-    sources = [yaml.safe_load(t)["spec"]["source"] for p, t in rendered.items() if p.startswith("apps/argocd/")]
+    sources = [yaml_load(t)["spec"]["source"] for p, t in rendered.items() if p.startswith("apps/argocd/")]
     apps = {s["path"] for s in sources if s["repoURL"] == config_mod.load().gitops.repo_url}
     folders = {f"dist/{p.rsplit('/', 1)[0]}" for p in rendered if p.startswith("apps/") and not p.startswith("apps/argocd/")}
     assert apps == folders
-    root = yaml.safe_load(rendered["bootstrap/application.argocd.colocate-root.yaml"])
+    root = yaml_load(rendered["bootstrap/application.argocd.colocate-root.yaml"])
     assert root["spec"]["source"]["path"] == "dist/apps/argocd"
     assert "finalizers" not in root["metadata"], "deleting the root must not cascade to the cluster"
 
 
 def test_kubeconform_validates_all_of_dist_with_nothing_skipped():
-    index = yaml.safe_load((DIST / "index.yaml").read_text())
+    index = yaml_load((DIST / "index.yaml").read_text())
     result = kubeconform.run([DIST], index["kubernetesVersion"])
     assert (result.invalid, result.errors, result.skipped) == (0, 0, 0), result.resources
     assert result.valid == index["objectCount"] + 1  # every object, plus the index itself

@@ -12,11 +12,11 @@ import sys
 import tomllib
 
 import pytest
-import yaml
 
 from colocate import ROOT, config as config_mod
 from colocate.constructs.training_control import IMAGE_UID
 from colocate.model.scheduling import ImageRef
+from tests.helpers import yaml_load
 
 CONFIG = config_mod.load()
 
@@ -92,7 +92,7 @@ def test_it_runs_as_the_numeric_non_root_user_the_pod_templates_name(rendered):
     for path, text in rendered.items():
         if not path.startswith("apps/training-control/"):
             continue
-        obj = yaml.safe_load(text)
+        obj = yaml_load(text)
         spec = (obj.get("spec") or {}).get("template", {}).get("spec") or \
             (obj.get("spec") or {}).get("jobTemplate", {}).get("spec", {}).get("template", {}).get("spec")
         if spec:

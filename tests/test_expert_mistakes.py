@@ -11,12 +11,13 @@ import pytest
 import yaml
 
 from colocate import ROOT, checker
+from tests.helpers import yaml_load_all
 
 DIST = ROOT / "dist"
 
 
 def _edit(path: Path, change: Callable[[dict], None]) -> None:
-    docs = list(yaml.safe_load_all(path.read_text()))
+    docs = list(yaml_load_all(path.read_text()))
     change(docs[0])
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
 

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from colocate import ROOT
 from colocate.model.names import COMPARE_OPTIONS, sync_options
+from tests.helpers import yaml_load_all
 
 DIST = ROOT / "dist"
 STATEFUL = ("Namespace", "PersistentVolumeClaim", "CustomResourceDefinition")
@@ -13,7 +13,7 @@ STATEFUL = ("Namespace", "PersistentVolumeClaim", "CustomResourceDefinition")
 
 def _objects():
     for path in sorted(DIST.glob("apps/**/*.yaml")):
-        for obj in yaml.safe_load_all(path.read_text()):
+        for obj in yaml_load_all(path.read_text()):
             if obj and obj.get("kind") in STATEFUL:
                 yield path.relative_to(ROOT), obj
 
@@ -38,7 +38,7 @@ def test_every_guard_survives_the_deletion_of_its_application_and_is_pruned_with
     (removing the file in a reviewed change removes the object; docs/gitops.md)."""
     found = []
     for path in sorted(DIST.glob("apps/**/*.yaml")):
-        for obj in yaml.safe_load_all(path.read_text()):
+        for obj in yaml_load_all(path.read_text()):
             if obj and obj.get("kind") in GUARDS:
                 found.append(obj["kind"])
                 assert sync_options(obj["metadata"]) == {"Delete=false"}, path

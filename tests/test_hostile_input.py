@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from colocate import ROOT
-from tests.helpers import colocate
+from tests.helpers import colocate, yaml_load
 
 IMAGE = "harbor.example.com/library/busybox:1.36"
 #: The scratch folders hold no colocate.yaml: synth there needs --config.
@@ -121,7 +121,7 @@ def _dist_copy(dest: Path) -> Path:
 
 def _set_value(dist: Path, name: str, value: int) -> None:
     path = dist / "apps" / "platform" / f"priorityclass.{name}.yaml"
-    doc = yaml.safe_load(path.read_text())
+    doc = yaml_load(path.read_text())
     doc["value"] = value
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
 
@@ -202,7 +202,7 @@ def test_an_index_written_before_it_listed_extra_files_keeps_only_containerds_fi
 
     out = tmp_path / "dist"
     ran(colocate("synth", "--config", CONFIG, "--outdir", str(out), cwd=tmp_path), 0)
-    index = yaml.safe_load((out / "index.yaml").read_text())
+    index = yaml_load((out / "index.yaml").read_text())
     for entry in index["folders"].values():
         entry.pop("files", None)
     (out / "index.yaml").write_text(yaml.safe_dump(index, sort_keys=False))
@@ -225,7 +225,7 @@ def test_an_empty_jobs_folder_keeps_the_training_application_path(tmp_path):
     (tmp_path / "jobs").mkdir()
     out = tmp_path / "dist"
     ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", str(out), cwd=tmp_path), 0)
-    app = yaml.safe_load((out / "apps/argocd/application.argocd.colocate-training.yaml").read_text())
+    app = yaml_load((out / "apps/argocd/application.argocd.colocate-training.yaml").read_text())
     path = app["spec"]["source"]["path"]
     assert path == "dist/apps/training"
     assert sorted(p.name for p in (out / "apps/training").glob("*.yaml")), "the Application's path must exist"
@@ -519,7 +519,7 @@ def test_an_explicit_cluster_wins_over_node_pools_among_the_checked_files(tmp_pa
     proc = ran(colocate("check", str(ROOT / "dist"), "--cluster", str(tmp_path / "nonexistent"), cwd=tmp_path), 2)
     assert "nonexistent" in proc.stderr, proc.stderr
     # A cluster whose mixed nodes are too small for the reference jobs: its verdict is the one given.
-    small = yaml.safe_load((ROOT / "dist/nodes/mixed/nodepool.mixed.yaml").read_text())
+    small = yaml_load((ROOT / "dist/nodes/mixed/nodepool.mixed.yaml").read_text())
     small["spec"]["allocatable"]["cpu"] = "500m"
     write(tmp_path / "small.yaml", [small])
     found = _rules(ran(colocate("check", str(ROOT / "dist"), "--cluster", "small.yaml", "--format", "json",
@@ -644,7 +644,7 @@ def test_a_list_whose_items_is_a_mapping_is_bad_input_not_unvalidated(tmp_path):
 
 
 def test_a_target_revision_with_a_new_line_is_refused(tmp_path):
-    data = yaml.safe_load((ROOT / "colocate.yaml").read_text())
+    data = yaml_load((ROOT / "colocate.yaml").read_text())
     data["gitops"]["targetRevision"] = "main\nevil"
     (tmp_path / "colocate.yaml").write_text(yaml.safe_dump(data))
     proc = ran(colocate("synth", "--outdir", "out", cwd=tmp_path), 2)
@@ -696,7 +696,7 @@ def test_a_utf16_file_is_named_as_utf16_not_binary(tmp_path):
 
 
 def _config_with(tmp_path: Path, change) -> Path:
-    data = yaml.safe_load((ROOT / "colocate.yaml").read_text())
+    data = yaml_load((ROOT / "colocate.yaml").read_text())
     change(data)
     path = tmp_path / "my-config.yaml"
     path.write_text(yaml.safe_dump(data))

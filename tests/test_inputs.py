@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from colocate import ROOT, cli
 from colocate.go_builds import environment
-from tests.helpers import VENV_BIN, colocate
+from tests.helpers import colocate, VENV_BIN, yaml_load_all
 
 FIXTURES = ROOT / "tests" / "policies" / "fixtures"
 IMAGE = "harbor.example.com/library/busybox:1.36"
@@ -356,7 +356,7 @@ def _text_mutation(text: str, data) -> str:
 @given(st.data())
 def test_mutated_manifests_never_crash_the_checker(data):
     fixture = data.draw(st.sampled_from(PASSING), label="fixture")
-    docs = [d for d in yaml.safe_load_all(fixture.read_text()) if d is not None]
+    docs = [d for d in yaml_load_all(fixture.read_text()) if d is not None]
     text = yaml.safe_dump_all(_mutate(docs, data), sort_keys=False, allow_unicode=True)
     if data.draw(st.booleans(), label="text mutation"):
         text = _text_mutation(text, data)
@@ -374,7 +374,7 @@ def test_mutated_manifests_never_crash_the_checker(data):
 @pytest.mark.parametrize("count", [[2], "two", True, {"n": 2}])
 def test_a_replica_count_of_the_wrong_type_is_a_schema_error_not_a_crash(tmp_path, count):
     """Found by the mutation test above: capacity arithmetic read ``replicas: [2]`` with int()."""
-    docs = [d for d in yaml.safe_load_all((ROOT / "tests/policies/fixtures/COL051/pass.yaml").read_text()) if d]
+    docs = [d for d in yaml_load_all((ROOT / "tests/policies/fixtures/COL051/pass.yaml").read_text()) if d]
     for doc in docs:
         if doc["kind"] == "Deployment":
             doc["spec"]["replicas"] = count

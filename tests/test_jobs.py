@@ -12,7 +12,7 @@ import yaml
 from colocate import ROOT, app, config as config_mod, jobs
 from colocate.errors import InputError
 from colocate.model import names
-from tests.helpers import colocate
+from tests.helpers import colocate, yaml_load
 
 DIST = ROOT / "dist"
 #: The smallest valid job file (docs/training.md shows it).
@@ -37,7 +37,7 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 
 def job(**changes) -> str:
-    data = yaml.safe_load(SMALLEST)
+    data = yaml_load(SMALLEST)
     for dotted, value in changes.items():
         *parents, key = dotted.split(".")
         target = data
@@ -53,11 +53,11 @@ def job(**changes) -> str:
 def test_the_smallest_job_file_becomes_a_tfjob_with_every_default(tmp_path, config):
     write(tmp_path, "hello-tf", SMALLEST)
     files = app.render_files(app.build(config, jobs_dir=tmp_path))
-    tfjob = yaml.safe_load(files["apps/training/tfjob.training.hello-tf.yaml"])
+    tfjob = yaml_load(files["apps/training/tfjob.training.hello-tf.yaml"])
     worker = tfjob["spec"]["tfReplicaSpecs"]["Worker"]
     assert worker["replicas"] == 1 and worker["restartPolicy"] == "OnFailure"
     assert worker["template"]["spec"]["priorityClassName"] == "offline-batch"
-    claim = yaml.safe_load(files["apps/training/persistentvolumeclaim.training.hello-tf-checkpoints.yaml"])
+    claim = yaml_load(files["apps/training/persistentvolumeclaim.training.hello-tf-checkpoints.yaml"])
     assert claim["spec"]["resources"]["requests"]["storage"] == "10Gi"
     assert claim["spec"]["storageClassName"] == config.shared_storage_class
 
@@ -144,7 +144,7 @@ def test_the_job_file_sets_the_grace_period_within_the_construct_bounds(tmp_path
     assert (bounds["minimum"], bounds["maximum"]) == (names.TFJOB_MIN_GRACE_SECONDS, names.OFFLINE_MAX_GRACE_SECONDS)
     write(tmp_path, "hello-tf", job(terminationGracePeriodSeconds=55))
     files = app.render_files(app.build(config, jobs_dir=tmp_path))
-    tfjob = yaml.safe_load(files["apps/training/tfjob.training.hello-tf.yaml"])
+    tfjob = yaml_load(files["apps/training/tfjob.training.hello-tf.yaml"])
     assert tfjob["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["terminationGracePeriodSeconds"] == 55
     assert tfjob["spec"]["runPolicy"]["cleanPodPolicy"] == "All"
 
@@ -215,7 +215,7 @@ def _walk(node, path=""):
 def test_no_regular_expression_reaches_a_user(schema):
     """Every keyword whose own message would show a regular expression or a sub-schema carries an
     errorMessage in words: users of the job file and colocate.yaml never read a pattern."""
-    doc = yaml.safe_load((ROOT / "colocate" / "schemas" / schema).read_text())
+    doc = yaml_load((ROOT / "colocate" / "schemas" / schema).read_text())
     missing = []
     for path, node in _walk(doc):
         explained = node.get("errorMessage")
@@ -244,7 +244,7 @@ def test_a_job_file_in_the_repository_is_named_relative_to_it_in_every_message(t
 
 def test_colocate_yaml_messages_are_in_words_and_relative(tmp_path):
     text = (ROOT / "colocate.yaml").read_text()
-    data = yaml.safe_load(text)
+    data = yaml_load(text)
     data["monitoring"]["storageSize"] = "50GB"
     data["kubernetesVersion"] = "v1.28.0"
     (tmp_path / "colocate.yaml").write_text(yaml.safe_dump(data))

@@ -6,7 +6,7 @@ import re
 
 import yaml
 
-from tests.helpers import chart_values
+from tests.helpers import chart_values, yaml_load
 from colocate import ROOT, app, checker, config as config_mod, kubeconform
 from colocate.constructs import kube_prometheus_stack as kps
 from colocate.model.scheduling import selector_matches as matches
@@ -15,11 +15,11 @@ DIST = ROOT / "dist"
 
 
 def _objects(rendered: dict[str, str]) -> list[dict]:
-    return [yaml.safe_load(t) for p, t in rendered.items() if p.startswith("apps/")]
+    return [yaml_load(t) for p, t in rendered.items() if p.startswith("apps/")]
 
 
 def _application(rendered: dict[str, str], name: str) -> dict:
-    return yaml.safe_load(rendered[f"apps/argocd/application.argocd.{name}.yaml"])
+    return yaml_load(rendered[f"apps/argocd/application.argocd.{name}.yaml"])
 
 
 def test_kube_prometheus_stack_is_rendered_into_its_folder_at_wave_minus_8_with_server_side_apply(rendered):
@@ -29,7 +29,7 @@ def test_kube_prometheus_stack_is_rendered_into_its_folder_at_wave_minus_8_with_
     assert (source["repoURL"], source["path"]) == (config.gitops.repo_url, "dist/apps/kube-prometheus-stack")
     assert "chart" not in source and "helm" not in source
     assert application["metadata"]["name"] == "kube-prometheus-stack"
-    prometheus = yaml.safe_load(rendered["apps/kube-prometheus-stack/prometheus.monitoring.kube-prometheus-stack-prometheus.yaml"])
+    prometheus = yaml_load(rendered["apps/kube-prometheus-stack/prometheus.monitoring.kube-prometheus-stack-prometheus.yaml"])
     assert prometheus["metadata"]["labels"]["chart"] == "kube-prometheus-stack-55.5.1"
     assert application["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "-8"
     assert "ServerSideApply=true" in application["spec"]["syncPolicy"]["syncOptions"]
@@ -41,7 +41,7 @@ def test_dcgm_exporter_is_rendered_at_wave_minus_6_reading_the_generated_csv(ren
     application = _application(rendered, "dcgm-exporter")
     assert application["spec"]["source"]["path"] == "dist/apps/dcgm-exporter"
     assert application["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "-6"
-    daemonset = yaml.safe_load(rendered["apps/dcgm-exporter/daemonset.monitoring.dcgm-exporter.yaml"])
+    daemonset = yaml_load(rendered["apps/dcgm-exporter/daemonset.monitoring.dcgm-exporter.yaml"])
     assert daemonset["metadata"]["labels"]["helm.sh/chart"] == "dcgm-exporter-3.3.0"
     config_map_name = next(v["configMap"]["name"] for v in daemonset["spec"]["template"]["spec"]["volumes"]
                            if "configMap" in v)
@@ -81,7 +81,7 @@ def test_upstream_images_are_pulled_as_is_when_mirroring_is_off():
     config = dataclasses.replace(config_mod.load(), mirror_upstream_images=False)
     rendered = app.render_files(app.build(config))
     assert "global" not in chart_values("kube-prometheus-stack", config)
-    daemonset = yaml.safe_load(rendered["apps/dcgm-exporter/daemonset.monitoring.dcgm-exporter.yaml"])
+    daemonset = yaml_load(rendered["apps/dcgm-exporter/daemonset.monitoring.dcgm-exporter.yaml"])
     assert daemonset["spec"]["template"]["spec"]["containers"][0]["image"].startswith("nvcr.io/nvidia/k8s/dcgm-exporter:")
 
 

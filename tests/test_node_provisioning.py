@@ -4,11 +4,11 @@ from __future__ import annotations
 import re
 
 import pytest
-import yaml
 
 from colocate import ROOT
 from colocate.constructs.node_pool import GPU_UDEV_RULE_FILE
 from colocate.model.pools import KUBELET_PATCH_FILE, PATCHES_DIR, UPGRADE_COMMAND
+from tests.helpers import yaml_load
 
 NODES = ROOT / "dist" / "nodes"
 # kubernetes/kubernetes cmd/kubeadm/app/util/patches/patches.go (parseFilename): the extension
@@ -32,9 +32,9 @@ def _kubeadm_target(file_name: str) -> tuple[str, str] | None:
 
 @pytest.mark.parametrize("pool", sorted(p.name for p in NODES.iterdir()))
 def test_each_pool_joins_with_the_patch_folder_the_docs_name(pool):
-    join = yaml.safe_load((NODES / pool / "joinconfiguration.yaml").read_text())
+    join = yaml_load((NODES / pool / "joinconfiguration.yaml").read_text())
     assert join["patches"]["directory"] == PATCHES_DIR
-    kubelet = yaml.safe_load((NODES / pool / "kubeletconfiguration.yaml").read_text())
+    kubelet = yaml_load((NODES / pool / "kubeletconfiguration.yaml").read_text())
     assert kubelet["kind"] == "KubeletConfiguration"
 
 
@@ -62,7 +62,7 @@ def test_the_docs_give_the_exact_join_and_upgrade_commands():
 def test_gpu_pools_and_only_they_carry_the_dev_char_udev_rule(pool):
     # GPU containers keep /dev/nvidia* under the static CPU manager only if runc finds the
     # devices under /dev/char (docs/gpus.md, "Static CPU manager").
-    description = yaml.safe_load((NODES / pool / f"nodepool.{pool}.yaml").read_text())
+    description = yaml_load((NODES / pool / f"nodepool.{pool}.yaml").read_text())
     has_gpus = bool(description["spec"]["capacity"].get("nvidia.com/gpu"))
     rule = NODES / pool / GPU_UDEV_RULE_FILE
     assert rule.is_file() == has_gpus

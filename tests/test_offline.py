@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import copy
 
-import yaml
 
 from colocate import ROOT, offline
-from tests.helpers import colocate
+from tests.helpers import colocate, yaml_load
 
 #: A reference TFJob as synthesized, given live state below.
-TFJOB = yaml.safe_load((ROOT / "dist/apps/training/tfjob.training.tf-mnist-dist.yaml").read_text())
+TFJOB = yaml_load((ROOT / "dist/apps/training/tfjob.training.tf-mnist-dist.yaml").read_text())
 
 
 def _job(name: str, *conditions: str, suspend: bool = False, paused_by: str | None = None) -> dict:
@@ -53,7 +52,7 @@ def test_the_patches_suspend_and_mark_then_resume_and_unmark():
 
 def test_the_reference_tfjobs_do_not_set_suspend_so_argo_cd_leaves_a_pause_alone():
     for path in (ROOT / "dist/apps/training").glob("tfjob.*.yaml"):
-        assert "suspend" not in yaml.safe_load(path.read_text())["spec"]["runPolicy"], path
+        assert "suspend" not in yaml_load(path.read_text())["spec"]["runPolicy"], path
 
 
 def test_a_missing_kubeconfig_is_a_clear_error(tmp_path):

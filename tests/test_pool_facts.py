@@ -6,14 +6,14 @@ import yaml
 from colocate import ROOT, config as config_mod
 from colocate.model import pool_facts
 from colocate.model.cluster import reference
-from tests.helpers import colocate
+from tests.helpers import colocate, yaml_load
 
 DIST = ROOT / "dist"
 FAIL_40_CPUS = ROOT / "tests/policies/fixtures/COL050/fail.tfjob-40-cpus.yaml"
 
 
 def test_the_descriptions_in_dist_read_back_as_the_models_pools():
-    docs = [(str(p), yaml.safe_load(p.read_text())) for p in sorted(DIST.glob("nodes/*/nodepool.*.yaml"))]
+    docs = [(str(p), yaml_load(p.read_text())) for p in sorted(DIST.glob("nodes/*/nodepool.*.yaml"))]
     facts = {f.name: f for f in pool_facts.from_documents(docs)}
     for pool in reference(config_mod.load()).pools:
         got = facts[pool.name]
@@ -24,7 +24,7 @@ def test_the_descriptions_in_dist_read_back_as_the_models_pools():
 def test_a_worker_too_big_for_the_cluster_given_with_cluster_is_judged_against_it(tmp_path):
     # The same 40-CPU worker fits a cluster whose mixed nodes have 64 cores.
     big = tmp_path / "cluster.yaml"
-    doc = yaml.safe_load((DIST / "nodes/mixed/nodepool.mixed.yaml").read_text())
+    doc = yaml_load((DIST / "nodes/mixed/nodepool.mixed.yaml").read_text())
     doc["spec"]["allocatable"]["cpu"] = "64"
     big.write_text(yaml.safe_dump(doc))
     assert colocate("check", str(FAIL_40_CPUS)).returncode == 1

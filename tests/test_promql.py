@@ -10,7 +10,7 @@ import yaml
 
 from colocate import checker, config, promql
 from colocate.manifests import Doc
-from tests.helpers import colocate
+from tests.helpers import colocate, yaml_load
 
 FIXTURES = Path(__file__).parent / "policies" / "fixtures"
 
@@ -287,7 +287,7 @@ def test_no_promql_object_means_the_catalog_is_never_loaded():
 # --- acceptance, through the installed CLI (real kubeconform) ----------------------------
 
 def test_cli_rejects_a_removed_kube_state_metrics_name_and_suggests_the_v2_name(tmp_path):
-    rule = yaml.safe_load((FIXTURES / "COL200" / "fail.removed-metric.yaml").read_text())
+    rule = yaml_load((FIXTURES / "COL200" / "fail.removed-metric.yaml").read_text())
     path = tmp_path / "rules.yaml"
     path.write_text(yaml.safe_dump(rule))
     proc = colocate("check", str(path))

@@ -15,7 +15,7 @@ from colocate.constructs import kube_prometheus_stack as kps
 from colocate.errors import InputError
 from colocate.model.pools import CONTAINERD_CERTS_DIR, CONTAINERD_DROP_IN, PAUSE_IMAGE
 from colocate.model.scheduling import ImageRef
-from tests.helpers import colocate
+from tests.helpers import colocate, yaml_load, yaml_load_all
 
 CONFIG = config_mod.load()
 
@@ -52,7 +52,7 @@ def dist_images(files: dict[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for path, text in files.items():
         if path.endswith(".yaml"):
-            for doc in yaml.safe_load_all(text):
+            for doc in yaml_load_all(text):
                 for image in _images(doc):
                     out.setdefault(image, path)
     return out
@@ -155,7 +155,7 @@ def test_an_image_from_a_registry_without_a_proxy_project_stops_synth():
     ("proxyCacheProjects", {"quay.io": "Quay"}),
 ])
 def test_colocate_yaml_refuses_a_bad_registry_setting(tmp_path, key, value):
-    data = yaml.safe_load((ROOT / "colocate.yaml").read_text())
+    data = yaml_load((ROOT / "colocate.yaml").read_text())
     data["registry"][key] = value
     (tmp_path / "colocate.yaml").write_text(yaml.safe_dump(data))
     with pytest.raises(InputError, match=rf"\$\.registry\.{key}"):
@@ -181,7 +181,7 @@ def test_upstream_images_move_into_their_proxy_cache_project():
 def test_pod_templates_in_tenant_namespaces_get_the_pull_secret(secret):
     files = app.render_files(app.build(dataclasses.replace(CONFIG, registry_pull_secret=secret)))
     docs = [d for p, t in files.items() if p.startswith("apps/") and p.endswith(".yaml")
-            for d in [manifests.Doc(p, 1, yaml.safe_load(t))]]
+            for d in [manifests.Doc(p, 1, yaml_load(t))]]
     tenant = {"online", "training", "image-prepull"}
     pods = [pod for d in docs if d.namespace in tenant for pod in manifests.pod_specs(d)]
     assert len(pods) >= 5  # the online Deployment, every TFJob replica, the pre-pull DaemonSet

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import VENV_BIN, git, git_repo, run
+from tests.helpers import git, git_repo, run, VENV_BIN, yaml_load
 
 NEW_JOB = "tf-extra"
 CHECKPOINTS_GONE = "tf-ps-mode-checkpoints"
@@ -48,7 +48,7 @@ def history(tmp_path_factory) -> dict[str, str]:
 
     # 2. Cosmetic only: keys in reverse order, 1000m for 1 and 2048Mi for 2Gi, by hand in dist/.
     path = repo / "dist" / "apps" / "training" / "tfjob.training.tf-ps-mode.yaml"
-    obj = yaml.safe_load(path.read_text())
+    obj = yaml_load(path.read_text())
 
     def reverse(value):
         if isinstance(value, dict):

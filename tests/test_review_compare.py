@@ -11,13 +11,14 @@ import yaml
 from colocate import ROOT, app, config as config_mod, manifests, render
 from colocate.review import capacity, compare, danger, formats, tree
 from colocate.review.diff import Review, compare_trees
+from tests.helpers import yaml_load
 
 DIST = ROOT / "dist"
 GITHUB_COMMENT_LIMIT = 65_536
 
 
 def _obj(rel: str) -> dict:
-    return yaml.safe_load((DIST / rel).read_text())
+    return yaml_load((DIST / rel).read_text())
 
 
 def _entry(rel: str, obj: dict | None = None) -> tree.Entry:
@@ -150,7 +151,7 @@ def test_markdown_of_200_changed_objects_fits_a_comment_and_names_every_applicat
     # Every Application whose folder differs, from the manifests themselves and dist/index.yaml
     # (the review compares objects; the nodes' containerd TOML is not one).
     differing = render.compare_tree(render.read_tree(tmp_path / "head"), tmp_path / "base")
-    folders = yaml.safe_load((tmp_path / "head" / "index.yaml").read_text())["folders"]
+    folders = yaml_load((tmp_path / "head" / "index.yaml").read_text())["folders"]
     touched = {folders[p.rpartition("/")[0]].get("argocdApplication", f"dist/{p.rpartition('/')[0]}")
                for p in differing.modified if p != "index.yaml" and p.endswith(".yaml")}
     table = md.split("#### ")[0]
@@ -168,7 +169,7 @@ def test_markdown_of_200_changed_objects_fits_a_comment_and_names_every_applicat
 
 def test_node_files_say_they_need_a_rejoin_and_taints_are_flagged():
     rel = "nodes/mixed/joinconfiguration.yaml"
-    obj = yaml.safe_load((DIST / rel).read_text())
+    obj = yaml_load((DIST / rel).read_text())
     old = tree.Entry(tree.Key("kubeadm.k8s.io", obj["kind"], "", rel), rel, "dist/nodes/mixed", obj)
     tainted = copy.deepcopy(obj)
     tainted["nodeRegistration"]["taints"] = [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]

@@ -14,7 +14,6 @@ import jsonschema
 import kubernetes
 import kubernetes_validate
 import pytest
-import yaml
 from kubeflow.training import models  # the test extra: kubeflow-training==1.7.0
 from kubernetes import client as k8s_models
 
@@ -22,6 +21,7 @@ from colocate import ROOT
 from colocate.schemagen import SCHEMA_LOCATION
 from colocate.model.names import TF_ROLES
 from colocate.schemagen import tfjob as tfjob_schema
+from tests.helpers import yaml_load
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tfjob"
 KUBECONFORM = ROOT / "bin" / "kubeconform"
@@ -171,7 +171,7 @@ def test_kubeconform_rejects(name):
 
 @pytest.mark.parametrize("name", PASSING + sorted(REJECTIONS))
 def test_python_jsonschema_agrees_with_kubeconform(schema, name):
-    doc = yaml.safe_load((FIXTURES / name).read_text(encoding="utf-8"))
+    doc = yaml_load((FIXTURES / name).read_text(encoding="utf-8"))
     errors = list(jsonschema.Draft4Validator(schema).iter_errors(doc))
     assert bool(errors) == name.startswith("fail."), [e.message for e in errors]
 

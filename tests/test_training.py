@@ -6,11 +6,10 @@ import dataclasses
 import shutil
 
 import pytest
-import yaml
 
 from colocate import ROOT, app, config as config_mod, kubeconform
 from colocate.errors import InputError
-from tests.helpers import colocate
+from tests.helpers import colocate, yaml_load
 
 DIST = ROOT / "dist"
 REFERENCE_JOBS = ("tf-mnist-dist", "tf-ps-mode", "recsys-train")
@@ -19,7 +18,7 @@ PREPULL = "apps/training/daemonset.image-prepull.training-image-prepull.yaml"
 
 
 def load(rendered: dict[str, str], path: str) -> dict:
-    return yaml.safe_load(rendered[path])
+    return yaml_load(rendered[path])
 
 
 def test_dist_holds_the_reference_tfjobs_and_their_claims(rendered):
@@ -56,7 +55,7 @@ def test_prepull_daemonset_pulls_every_job_image_on_the_mixed_pool_at_the_lowest
     assert [c["image"] for c in pod["initContainers"]] == sorted(job_images)
     assert pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
         {"matchExpressions": [{"key": "node-restriction.kubernetes.io/colocate-pool", "operator": "In", "values": ["mixed"]}]}]
-    classes = {yaml.safe_load(t)["metadata"]["name"]: yaml.safe_load(t)["value"]
+    classes = {yaml_load(t)["metadata"]["name"]: yaml_load(t)["value"]
                for p, t in rendered.items() if p.startswith("apps/platform/priorityclass.")}
     assert pod["priorityClassName"] == min(classes, key=classes.get)
     assert load(rendered, f"apps/platform/priorityclass.{pod['priorityClassName']}.yaml")["preemptionPolicy"] == "Never"
@@ -70,7 +69,7 @@ def test_prepull_images_follow_the_job_files(tmp_path):
     (jobs_dir / "bert.yaml").write_text(
         "name: bert\nimage: harbor.example.com/ml/bert:3.1.0\nroles:\n  Worker: {cpu: 4, memory: 16Gi, gpus: 1}\n")
     files = app.render_files(app.build(jobs_dir=jobs_dir))
-    images = [c["image"] for c in yaml.safe_load(files[PREPULL])["spec"]["template"]["spec"]["initContainers"]]
+    images = [c["image"] for c in yaml_load(files[PREPULL])["spec"]["template"]["spec"]["initContainers"]]
     assert "harbor.example.com/ml/bert:3.1.0" in images and len(images) == len(set(images))
 
 
@@ -83,7 +82,7 @@ def test_no_jobs_means_no_prepull_daemonset_but_the_folder_stays(tmp_path):
 
 
 def _overlay(rendered: dict, kind: str, name: str) -> dict:
-    return yaml.safe_load(rendered[f"apps/training-operator-upstream/{kind.lower()}.kubeflow.{name}.yaml"])
+    return yaml_load(rendered[f"apps/training-operator-upstream/{kind.lower()}.kubeflow.{name}.yaml"])
 
 
 def test_training_operator_is_the_pinned_upstream_overlay_with_mirrored_image(rendered):

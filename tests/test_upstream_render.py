@@ -10,12 +10,12 @@ import json
 import shutil
 
 import pytest
-import yaml
 
 from colocate import ROOT, app, upstream
 from colocate.charts.upstream import RenderedChart
 from colocate.errors import InputError
 from colocate.layout import INDEX_FILE
+from tests.helpers import yaml_load
 
 DIST = ROOT / "dist"
 RENDERED = ("apps/kube-prometheus-stack", "apps/dcgm-exporter", "apps/nvidia-device-plugin",
@@ -34,7 +34,7 @@ def _charts(built) -> dict[str, RenderedChart]:
 def test_every_upstream_source_is_rendered_into_its_own_folder(built):
     charts = _charts(built)
     assert sorted(charts) == sorted(RENDERED)
-    index = yaml.safe_load((DIST / INDEX_FILE).read_text())
+    index = yaml_load((DIST / INDEX_FILE).read_text())
     for folder, chart in charts.items():
         record = index["folders"][folder]["rendered"]
         assert record["inputs"] == chart.inputs, f"{folder}: dist/ is stale, run colocate synth"
@@ -116,8 +116,8 @@ def test_crds_are_protected_and_the_exporters_monitor_skips_the_dry_run():
         crds = sorted((DIST / folder).glob("customresourcedefinition.*.yaml"))
         assert crds, folder
         for file in crds:
-            annotations = yaml.safe_load(file.read_text())["metadata"]["annotations"]
+            annotations = yaml_load(file.read_text())["metadata"]["annotations"]
             assert {"Prune=false", "Delete=false"} <= set(annotations["argocd.argoproj.io/sync-options"].split(",")), file
             assert annotations["argocd.argoproj.io/compare-options"] == "IgnoreExtraneous", file
-    monitor = yaml.safe_load((DIST / "apps/dcgm-exporter/servicemonitor.monitoring.dcgm-exporter.yaml").read_text())
+    monitor = yaml_load((DIST / "apps/dcgm-exporter/servicemonitor.monitoring.dcgm-exporter.yaml").read_text())
     assert monitor["metadata"]["annotations"]["argocd.argoproj.io/sync-options"] == "SkipDryRunOnMissingResource=true"

@@ -7,23 +7,23 @@ import fnmatch
 import subprocess
 
 import pytest
-import yaml
 
 from colocate import ROOT, config, vendored
 from colocate.charts import training_operator
 from colocate.constructs import dcgm_exporter, device_plugin, kube_prometheus_stack
 from colocate.model import names
+from tests.helpers import yaml_load
 
 TREES = vendored.load()
 DOC = (ROOT / "docs" / "third-party.md").read_text()
 
 
 def _chart(tree: vendored.Tree) -> dict:
-    return yaml.safe_load((tree.root / "Chart.yaml").read_text())
+    return yaml_load((tree.root / "Chart.yaml").read_text())
 
 
 def _values(tree: vendored.Tree) -> dict:
-    return yaml.safe_load((tree.root / "values.yaml").read_text())
+    return yaml_load((tree.root / "values.yaml").read_text())
 
 
 def test_the_record_names_every_tree_the_issue_asks_for():
@@ -89,7 +89,7 @@ def test_images_we_name_are_the_vendored_charts_defaults():
     assert device_plugin.IMAGE == f"{_values(plugin)['image']['repository']}:v{_chart(plugin)['appVersion']}"
     kps = _values(TREES["kube-prometheus-stack"])
     assert kube_prometheus_stack.ALERTMANAGER_VERSION == kps["alertmanager"]["alertmanagerSpec"]["image"]["tag"]
-    overlay = yaml.safe_load((TREES["training-operator"].root / training_operator.OVERLAY.removeprefix("manifests/")
+    overlay = yaml_load((TREES["training-operator"].root / training_operator.OVERLAY.removeprefix("manifests/")
                               / "kustomization.yaml").read_text())
     image = next(i for i in overlay["images"] if i["name"] == training_operator.OPERATOR_IMAGE)
     assert training_operator.OPERATOR_TAGS[TREES["training-operator"].tag] == image["newTag"]

@@ -18,6 +18,7 @@ from colocate.constructs import dcgm_exporter, device_plugin
 from colocate.model import names
 from colocate.render_toolchain import BUILDS, HOW_TO_BUILD
 from colocate.simulate.toolchain import BIN, up_to_date
+from tests.helpers import yaml_load
 
 #: The cluster's Kubernetes version (colocate.yaml simulation.kubernetes).
 KUBE_VERSION = "1.28.15"
@@ -92,7 +93,7 @@ def test_kube_prometheus_stack_renders_with_its_dependency_charts(offline_env):
     _find(objects, "DaemonSet", f"{release}-prometheus-node-exporter")
     grafana = _find(objects, "Deployment", f"{release}-grafana")
     grafana_chart = TREES["grafana"]
-    app_version = yaml.safe_load((grafana_chart.root / "Chart.yaml").read_text())["appVersion"]
+    app_version = yaml_load((grafana_chart.root / "Chart.yaml").read_text())["appVersion"]
     assert f"docker.io/grafana/grafana:{app_version}" in _images(grafana)
     assert grafana["metadata"]["labels"]["helm.sh/chart"] == f"grafana-{grafana_chart.version}"
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import re
 
-import yaml
 
 from colocate import ROOT
-from tests.helpers import run
+from tests.helpers import run, yaml_load
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 ACTIONLINT = ROOT / "bin" / "actionlint"
@@ -39,7 +38,7 @@ def test_every_action_is_pinned_to_a_commit_with_its_tag_in_a_comment():
 
 
 def test_ci_checks_dist_runs_the_tests_and_comments_the_diff():
-    steps = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())["jobs"]["synth-and-test"]["steps"]
+    steps = yaml_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())["jobs"]["synth-and-test"]["steps"]
     runs = [s.get("run", "") for s in steps]
     assert any("colocate synth --check" in r for r in runs)
     assert any(r.strip() == "make test" for r in runs)

@@ -7,7 +7,6 @@ import dataclasses
 
 import cdk8s
 import pytest
-import yaml
 
 from colocate import ROOT, config as config_mod
 from colocate.charts.training_control import PRIORITY_CLASS, SCHEDULE_NAME
@@ -19,7 +18,7 @@ from colocate.errors import InputError, PropError
 from colocate.model.cluster import reference
 from colocate.model.names import (BUILTIN_PRIORITY_CLASSES, GIVEN_UP_METRIC, RESUBMISSIONS_METRIC, RESUBMITTER,
                                   SCRAPED_METRICS_ANNOTATION, SYNC_WAVE)
-from tests.helpers import colocate
+from tests.helpers import colocate, yaml_load
 
 CONFIG = config_mod.load()
 CLUSTER = reference(CONFIG)
@@ -27,7 +26,7 @@ FOLDER = "apps/training-control/"
 
 
 def _objects(rendered: dict[str, str], prefix: str = FOLDER) -> list[dict]:
-    return [yaml.safe_load(text) for path, text in sorted(rendered.items())
+    return [yaml_load(text) for path, text in sorted(rendered.items())
             if path.startswith(prefix) and path.endswith(".yaml")]
 
 
@@ -145,9 +144,9 @@ def test_prometheus_scrapes_it_keeping_the_tfjobs_namespace_label(rendered):
 
 
 def test_its_own_application_syncs_before_the_tfjobs(rendered):
-    app = yaml.safe_load(rendered["apps/argocd/application.argocd.colocate-training-control.yaml"])
+    app = yaml_load(rendered["apps/argocd/application.argocd.colocate-training-control.yaml"])
     assert app["spec"]["source"]["path"] == "dist/apps/training-control"
-    training = yaml.safe_load(rendered["apps/argocd/application.argocd.colocate-training.yaml"])
+    training = yaml_load(rendered["apps/argocd/application.argocd.colocate-training.yaml"])
     assert int(app["metadata"]["annotations"][SYNC_WAVE]) < int(training["metadata"]["annotations"][SYNC_WAVE])
 
 

@@ -8,12 +8,12 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
-import yaml
 
 from colocate import ROOT
 from colocate.model.names import (DISRUPTION_ANNOTATION, DISRUPTION_REASONS, MAX_RESUBMISSIONS_ANNOTATION,
                                    RESUBMISSIONS_ANNOTATION)
 from colocate.resubmit import policy
+from tests.helpers import yaml_load
 
 T0 = datetime(2026, 12, 4, 9, 0, tzinfo=timezone.utc)
 UID = "0b7c3d9e-1111-4222-8333-944455556666"
@@ -39,7 +39,7 @@ def pod(reason: str = "PreemptionByScheduler", status: str = "True", owner_kind:
 
 def tfjob(failed_at: datetime | None = T0 + timedelta(seconds=2), evidence: policy.Disruption | None = None,
           count: int | None = None, cap: str | None = None) -> dict:
-    job = yaml.safe_load((ROOT / "dist/apps/training/tfjob.training.tf-mnist-dist.yaml").read_text())
+    job = yaml_load((ROOT / "dist/apps/training/tfjob.training.tf-mnist-dist.yaml").read_text())
     job["metadata"]["uid"] = UID
     annotations = job["metadata"].setdefault("annotations", {})
     if evidence:

@@ -20,6 +20,7 @@ import yaml
 from colocate import ROOT, admission, checker
 from colocate.simulate import celcost, components, toolchain
 from colocate.simulate.control_plane import ControlPlane
+from tests.helpers import yaml_load_all
 
 pytestmark = pytest.mark.simulate
 
@@ -39,7 +40,7 @@ _TLS.verify_mode = ssl.CERT_NONE
 
 
 def _docs(path: Path) -> list[dict]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+    return [d for d in yaml_load_all(path.read_text()) if isinstance(d, dict)]
 
 
 def _dry_run(cp: ControlPlane, obj: dict) -> tuple[int, str, list[str]]:

@@ -13,6 +13,7 @@ import yaml
 
 from colocate import ROOT
 from tests.simulate.test_simulate import simulate, survivors
+from tests.helpers import yaml_load, yaml_load_all
 
 DIST = ROOT / "dist"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
@@ -33,7 +34,7 @@ def platform_drill(tmp_path_factory):
     shutil.copytree(DIST, dist)
     for name in ("namespace.training", UNGUARDED):
         file = dist / f"apps/platform/{name}.yaml"
-        doc = yaml.safe_load(file.read_text())
+        doc = yaml_load(file.read_text())
         assert "Delete=false" in doc["metadata"]["annotations"].pop(SYNC_OPTIONS)  # the reference protects it
         file.write_text(yaml.safe_dump(doc))
     scenario = root / "drill.yaml"
@@ -76,7 +77,7 @@ def test_delete_drill_keeps_priority_classes_quotas_limit_ranges_and_network_pol
     assert "NetworkPolicy/online/default-deny" in gone, gone
     kept = []
     for file in sorted((DIST / "apps").rglob("*.yaml")):
-        for doc in yaml.safe_load_all(file.read_text()):
+        for doc in yaml_load_all(file.read_text()):
             if doc and doc["kind"] in GUARDS and doc["metadata"].get("namespace") != "training":
                 kept.append("/".join(x for x in (doc["kind"], doc["metadata"].get("namespace"), doc["metadata"]["name"]) if x))
     assert {k.split("/")[0] for k in kept} == set(GUARDS), kept

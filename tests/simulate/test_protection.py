@@ -18,6 +18,7 @@ import yaml
 
 from colocate import ROOT
 from colocate.simulate import argocd, run, scenario, toolchain
+from tests.helpers import yaml_load, yaml_load_all
 
 
 DIST = ROOT / "dist"
@@ -56,7 +57,7 @@ def protection(tmp_path_factory):
                                    "limits": {"cpu": ADDON_CPU, "memory": "1Gi"}}}]}}}}))
     # recsys-train's claim loses IgnoreExtraneous (what a hand-written claim without it does).
     claim = dist / "apps/training/persistentvolumeclaim.training.recsys-train-checkpoints.yaml"
-    doc = yaml.safe_load(claim.read_text())
+    doc = yaml_load(claim.read_text())
     assert doc["metadata"]["annotations"].pop(COMPARE_OPTIONS) == "IgnoreExtraneous"  # the reference sets it
     claim.write_text(yaml.safe_dump(doc))
     file = root / "protection.yaml"
@@ -245,7 +246,7 @@ def test_the_repo_server_generates_exactly_the_objects_check_judged(protection):
     generated = {_key(o): o for o in seen["kps_manifests"]}
     ours = {}
     for file in sorted((DIST / "apps/kube-prometheus-stack").glob("*.yaml")):
-        for doc in yaml.safe_load_all(file.read_text()):
+        for doc in yaml_load_all(file.read_text()):
             if doc:
                 ours[_key(doc)] = doc
     assert set(generated) == set(ours), (set(generated) ^ set(ours))

@@ -25,6 +25,7 @@ from colocate.model.names import (DISRUPTION_ANNOTATION, GIVEN_UP_METRIC, JOB_NA
 from colocate.simulate import components, run, scenario, steps
 from colocate.simulate.control_plane import ControlPlane
 from tests.simulate.test_simulate import simulate, survivors
+from tests.helpers import yaml_load
 
 DIST = ROOT / "dist"
 TFJOBS = "/apis/kubeflow.org/v1/namespaces/training/tfjobs"
@@ -49,7 +50,7 @@ def hungry(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("hungry")
     dist = root / "dist"
     shutil.copytree(DIST, dist)
-    doc = yaml.safe_load((DIST / "apps/online/deployment.online.recsys-inference.yaml").read_text())
+    doc = yaml_load((DIST / "apps/online/deployment.online.recsys-inference.yaml").read_text())
     doc["metadata"]["name"] = "cpu-hungry"
     doc["metadata"]["annotations"]["colocate.io/peak-replicas"] = "6"
     doc["spec"]["replicas"] = 0
@@ -167,7 +168,7 @@ def _wait(what: str, done, timeout: float = 90.0):
 
 def _small_job(name: str, annotations: dict | None = None, restart: str = "OnFailure") -> dict:
     """tf-ps-mode as a new CPU job (from the reference, so it passes quota and LimitRange)."""
-    job = yaml.safe_load((DIST / "apps/training/tfjob.training.tf-ps-mode.yaml").read_text())
+    job = yaml_load((DIST / "apps/training/tfjob.training.tf-ps-mode.yaml").read_text())
     job["metadata"] = {"name": name, "namespace": "training", "annotations": annotations or {}}
     for spec in job["spec"]["tfReplicaSpecs"].values():
         spec["restartPolicy"] = restart
@@ -300,13 +301,13 @@ def _promtool_alert_fires(tmp: Path, sample: str) -> None:
     rules = [f for f in (DIST / "apps").rglob("prometheusrule.*.yaml")
              if GIVEN_UP_METRIC in f.read_text()]
     assert rules, f"no PrometheusRule in dist/ alerts on {GIVEN_UP_METRIC}"
-    groups = [g for f in rules for g in yaml.safe_load(f.read_text())["spec"]["groups"]]
+    groups = [g for f in rules for g in yaml_load(f.read_text())["spec"]["groups"]]
     alert = next(r for g in groups for r in g["rules"] if GIVEN_UP_METRIC in r.get("expr", "") and "alert" in r)
     (tmp / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
     metric, value = sample.rsplit(" ", 1)
     # Prometheus adds the target's job label at the scrape: the resubmitter's Service name, which its
     # ServiceMonitor in dist/ selects (honorLabels keeps the series' own namespace).
-    service = next(yaml.safe_load(f.read_text()) for f in (DIST / "apps").rglob("service.*.yaml")
+    service = next(yaml_load(f.read_text()) for f in (DIST / "apps").rglob("service.*.yaml")
                    if "colocate-resubmitter" in f.name)
     metric = metric.replace("{", f'{{job="{service["metadata"]["name"]}",', 1)
     labels = {"namespace": "training", "tfjob": "capped"}

@@ -17,7 +17,7 @@ import yaml
 from colocate import ROOT, admission, checker
 from colocate.simulate import control_plane, toolchain
 from colocate.go_builds import environment
-from tests.helpers import VENV_BIN, colocate
+from tests.helpers import colocate, VENV_BIN, yaml_load
 
 DIST = ROOT / "dist"
 
@@ -92,7 +92,7 @@ def test_peak_places_every_online_pod_and_lists_the_preempted_training_pods(peak
     proc, report, text = peak
     assert proc.returncode == 0, proc.stdout
     online = [p for p in report["pods"] if p["tier"] == "online"]
-    peak_replicas = int(yaml.safe_load((DIST / "apps/online/deployment.online.recsys-inference.yaml").read_text())
+    peak_replicas = int(yaml_load((DIST / "apps/online/deployment.online.recsys-inference.yaml").read_text())
                         ["metadata"]["annotations"]["colocate.io/peak-replicas"])
     assert len(online) == peak_replicas and all(p["node"] for p in online), online
     assert report["preemptions"], "peak must preempt training to place the online pods"
@@ -147,7 +147,7 @@ def test_unusable_input_is_exit_2(tmp_path):
 
 def _tfjob(name: str, **worker_resources) -> dict:
     """The reference tf-mnist-dist as a new job with one Worker of the given requests/limits."""
-    job = yaml.safe_load((DIST / "apps/training/tfjob.training.tf-mnist-dist.yaml").read_text())
+    job = yaml_load((DIST / "apps/training/tfjob.training.tf-mnist-dist.yaml").read_text())
     job["metadata"]["name"] = name
     specs = job["spec"]["tfReplicaSpecs"]
     for role in [r for r in specs if r != "Worker"]:
@@ -177,7 +177,7 @@ def faults(tmp_path_factory):
         "tfjob.training.over-limitrange.yaml": _tfjob("over-limitrange", requests={"cpu": "1", "memory": "4Gi"},
                                                       limits={"cpu": "2", "memory": "200Gi"}),
     }
-    privileged = yaml.safe_load((DIST / "apps/online/deployment.online.recsys-inference.yaml").read_text())
+    privileged = yaml_load((DIST / "apps/online/deployment.online.recsys-inference.yaml").read_text())
     privileged["metadata"]["name"] = "debug-shell"
     privileged["metadata"]["namespace"] = "training"
     privileged["spec"]["selector"]["matchLabels"] = privileged["spec"]["template"]["metadata"]["labels"] = {
@@ -281,7 +281,7 @@ def test_delete_drill_lists_the_claim_a_deletion_would_take(tmp_path):
     dist = tmp_path / "dist"
     shutil.copytree(DIST, dist)
     claim = dist / "apps/training/persistentvolumeclaim.training.tf-ps-mode-checkpoints.yaml"
-    doc = yaml.safe_load(claim.read_text())
+    doc = yaml_load(claim.read_text())
     del doc["metadata"]["annotations"]["argocd.argoproj.io/sync-options"]
     claim.write_text(yaml.safe_dump(doc))
     scenario = tmp_path / "drill.yaml"
