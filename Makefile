@@ -27,7 +27,7 @@ help:
 	@echo 'make synth        regenerate dist/ (colocate synth); installs only .venv and Node for jsii'
 	@echo 'make lint         the layer contract (lint-imports, pyproject [tool.importlinter]) and ruff check'
 	@echo 'make test         lint, then the test suite (pytest)'
-	@echo 'make test-fast    lint, then the suite without the simulation (-m "not simulate"): no component build, no cluster'
+	@echo 'make test-fast    lint, then the suite without the simulation and the slow tests (-m "not simulate and not slow")'
 	@echo 'make check        policy + schema checks on dist/'
 	@echo 'make simulate     sync dist/ into the real Kubernetes components on loopback (ARGS=--scenario peak)'
 	@echo 'make cdk8s-synth  synth through the cdk8s CLI (cdk8s.yaml)'
@@ -59,10 +59,11 @@ test: bootstrap lint
 	$(PY) -m colocate.simulate.toolchain
 	$(PY) -m pytest $(XDIST) $(ARGS)
 
-# The edit loop: every test but the simulation's, so nothing waits for its components.
+# The edit loop: every test but the simulation's (nothing waits for its components) and those
+# marked slow (pyproject.toml markers), which make test and CI run.
 test-fast: bootstrap lint
 	$(PY) -m colocate.render_toolchain
-	$(PY) -m pytest $(XDIST) -m 'not simulate' $(ARGS)
+	$(PY) -m pytest $(XDIST) -m 'not simulate and not slow' $(ARGS)
 
 check: bootstrap
 	$(ROOT)/.venv/bin/colocate check dist/ $(ARGS)

@@ -159,6 +159,7 @@ OPS = ("same", "garbage", "remove", "copy", "namespace", "tier", "ignore", "numb
 CROSS_OPS = ("quota", "priority", "query", "path", "dashboard", "podsecurity")
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 200), st.integers(0, 10_000)),
                          min_size=1, max_size=3), min_size=1, max_size=3))
@@ -173,6 +174,7 @@ def test_findings_are_the_same_with_and_without_the_cache(steps):
             _same(tree, cache)
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 200), st.integers(0, 10_000)), min_size=1, max_size=4))
 def test_findings_are_the_same_when_every_stat_is_trusted(steps):
@@ -194,6 +196,7 @@ def test_findings_are_the_same_when_every_stat_is_trusted(steps):
         verdict_cache.RACY_NS = racy
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.tuples(st.sampled_from(CROSS_OPS + ("add", "kind", "first", "copy", "drop")), st.integers(0, 200),
                           st.integers(0, 10_000)), min_size=1, max_size=4))

@@ -131,6 +131,7 @@ def test_synth_that_raises_in_a_construct_leaves_dist_untouched(tmp_path, monkey
     assert not list(tmp_path.glob("dist.tmp-*")), "staging folder left behind"
 
 
+@pytest.mark.slow
 def test_cdk8s_cli_synth_writes_the_same_bytes(tmp_path, rendered):
     """The real cdk8s CLI (npm, cdk8s.yaml) in a copy of the repository."""
     copy = repo_copy(tmp_path / "repo", with_dist=False)

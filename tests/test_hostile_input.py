@@ -395,6 +395,7 @@ def test_check_reports_an_image_that_is_no_reference(tmp_path):
 # --- Ctrl-C during synth -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_synth_says_which_tree_is_in_place(tmp_path):
     import os
     import signal
@@ -453,6 +454,7 @@ render.write_tree(render.render(items, render.index(items, "1.0.0", "1.28.0", {}
 """
 
 
+@pytest.mark.slow
 def test_two_writers_at_once_both_finish_and_leave_one_whole_tree(tmp_path):
     import sys
     import time
