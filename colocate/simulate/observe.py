@@ -172,7 +172,7 @@ def observe(cp: ControlPlane, obs: Observation, tiers: Mapping[str, str], pools:
                          allocatable=_allocatable(n), requested=use.get(n["metadata"]["name"], {}),
                          pods=counts.get(n["metadata"]["name"], 0))
                  for n in sorted(nodes, key=lambda n: n["metadata"]["name"])]
-    obs.failed_creates, recovered = _failed_creates(events)
+    obs.failed_creates, recovered = failed_creates(events)
     obs.notes.extend(f"{p.object} could not create a pod or Service at first, then did ({p.reason}: {p.message})"
                      for p in recovered if f"{p.object} could not create" not in " ".join(obs.notes))
     obs.preemptions = sorted({_preemption(e) for e in events if e.get("reason") == "Preempted"
@@ -217,27 +217,40 @@ def _allocatable(node: Mapping[str, Any]) -> dict[str, int]:
 _CREATED = {"FailedCreatePod": ("SuccessfulCreatePod", "Created pod: "),
             "FailedCreateService": ("SuccessfulCreateService", "Created service: ")}
 _NAMED = re.compile(r'(?:pods|services) "([^"]+)"')
+#: The API server's quota admission lost a race on the quota's status (kubernetes v1.28.15
+#: staging/src/k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go checkQuotas:
+#: after 3 conflicting status updates it fails the create with the last 409). It names the quota,
+#: not the pod, and says nothing about whether the pod fits: the controller's next try decides.
+_QUOTA_CONFLICT = re.compile(r'Operation cannot be fulfilled on resourcequotas "[^"]+": the object has been modified')
 
 
-def _failed_creates(events) -> tuple[list[Problem], list[Problem]]:
+def failed_creates(events) -> tuple[list[Problem], list[Problem]]:
     """(failed, recovered): one entry per workload and reason, with the newest message (a
     controller retries, and the quota in its message changes as other pods come and go).
-    Recovered: a TFJob's pod or Service that the operator failed to create and then created under
-    the same name (the API server busy, the old incarnation's pod not yet gone) is not a failure."""
+    Recovered, not a failure: a pod or Service that the operator failed to create and then created
+    under the same name (the API server busy, the old incarnation's pod not yet gone), and a quota
+    conflict after which the same workload created a pod or Service of that kind."""
     ordered = sorted(events, key=lambda e: int(e["metadata"]["resourceVersion"]))
     created: dict[tuple[str, str, str], int] = {}
+    last_created: dict[tuple[str, str], int] = {}
     for event in ordered:
         for failed, (reason, prefix) in _CREATED.items():
             message = event.get("message", "").removeprefix("(combined from similar events): ")
             if event.get("reason") == reason and message.startswith(prefix):
-                created[(_involved(event), failed, message.removeprefix(prefix))] = int(event["metadata"]["resourceVersion"])
+                version = int(event["metadata"]["resourceVersion"])
+                created[(_involved(event), failed, message.removeprefix(prefix))] = version
+                last_created[(_involved(event), failed)] = version
     newest: dict[tuple[str, str], Mapping[str, Any]] = {}
     recovered: dict[tuple[str, str], Mapping[str, Any]] = {}
     for event in ordered:
         if event.get("type") == "Warning" and event["reason"].startswith("FailedCreate"):
             key = (_involved(event), event["reason"])
-            named = _NAMED.search(event.get("message", ""))
-            made = created.get((*key, named.group(1)), -1) if named else -1
+            message = event.get("message", "")
+            named = _NAMED.search(message)
+            if _QUOTA_CONFLICT.search(message):
+                made = last_created.get(key, -1)
+            else:
+                made = created.get((*key, named.group(1)), -1) if named else -1
             (recovered if made > int(event["metadata"]["resourceVersion"]) else newest)[key] = event
 
     def problems(found):
