@@ -18,6 +18,7 @@ import yaml
 if TYPE_CHECKING:
     import jsonschema
 
+from colocate import safe_yaml
 from colocate.errors import InputError
 from colocate.model.scheduling import ImageRef
 from colocate.resources import CONFIG_NAME, data_path, display, repository
@@ -166,7 +167,7 @@ class _DuplicateKey(yaml.MarkedYAMLError):
     """A mapping that names a key twice: YAML forbids it, PyYAML lets the last one win."""
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+class _Loader(safe_yaml.SafeLoader):  # type: ignore[misc,valid-type]
     """Safe YAML (libyaml: check reads some 50 rule files per run) that refuses a duplicate key:
     a job file that shows ``gpus: 0`` first must not quietly ask for the later ``gpus: 12``."""
 
@@ -296,7 +297,7 @@ def _retyped(value: object) -> list[object]:
     out: list[object] = [[value]]
     if isinstance(value, str):
         try:
-            out.insert(0, yaml.safe_load(value))
+            out.insert(0, safe_yaml.load(value))
         except yaml.YAMLError:
             pass
     return out

@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from colocate.safe_yaml import SafeLoader
+
 from colocate.errors import InputError
 
 # kubectl (and Argo CD, kubeconform) read YAML through sigs.k8s.io/yaml, which decodes with
@@ -72,7 +74,7 @@ def _go_tag(text: str) -> str:
     return _TAG + _go_scalar(text)[0]
 
 
-BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+BaseLoader = SafeLoader
 
 
 class Loader(BaseLoader):  # type: ignore[valid-type,misc]

@@ -17,12 +17,12 @@ from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
+from colocate import safe_yaml
 from colocate.errors import InputError
 from colocate.layout import INDEX_API_VERSION, INDEX_FILE, object_filename
 from colocate.model.objects import ObjectView
 
 _TOP_ORDER = ("apiVersion", "kind", "metadata")
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ def foreign_files(folder: Path) -> list[str] | None:
     lists, or an extra file the index lists (``files`` of its folder; an index written before
     it listed them: containerd's files of a node pool, _LEGACY_EXTRA)."""
     try:
-        doc = yaml.load((folder / INDEX_FILE).read_text(), Loader=_Loader)
+        doc = safe_yaml.load((folder / INDEX_FILE).read_text())
     except (OSError, yaml.YAMLError, UnicodeDecodeError):
         return None
     if not (isinstance(doc, dict) and doc.get("kind") == "DistIndex" and doc.get("apiVersion") == INDEX_API_VERSION):

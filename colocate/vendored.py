@@ -14,9 +14,8 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 
-from colocate import ROOT
+from colocate import ROOT, safe_yaml
 
 SOURCES = ROOT / "vendor" / "sources.yaml"
 #: Field order of an entry in vendor/sources.yaml.
@@ -48,7 +47,7 @@ class Tree:
 
 
 def load(path: Path = SOURCES) -> dict[str, Tree]:
-    data = yaml.safe_load(path.read_text()) or {}
+    data = safe_yaml.load(path.read_text()) or {}
     trees = {}
     for name, entry in (data.get("trees") or {}).items():
         entry = dict(entry)

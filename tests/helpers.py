@@ -6,23 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
 
-from colocate import ROOT
+from colocate import ROOT, safe_yaml
 from colocate.go_builds import environment
 
 VENV_BIN = Path(sys.executable).parent
-#: libyaml's loader, which reads what SafeLoader reads: the suite reads dist/ (megabytes of the
-#: charts' CRDs) again and again, and the pure-Python loader takes about 7 s for it.
-_LOADER = yaml.CSafeLoader
-
-
-def yaml_load(stream):
-    return yaml.load(stream, Loader=_LOADER)
-
-
-def yaml_load_all(stream):
-    return yaml.load_all(stream, Loader=_LOADER)
+#: The suite reads dist/ again and again, with the package's libyaml loader.
+yaml_load = safe_yaml.load
+yaml_load_all = safe_yaml.load_all
 
 
 def run(args: list[str], cwd: Path = ROOT, check: bool = False, env: dict | None = None) -> subprocess.CompletedProcess:

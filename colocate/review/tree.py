@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-import yaml
 
-from colocate import manifests
+from colocate import manifests, safe_yaml
 from colocate.errors import ColocateError, InputError
 from colocate.layout import INDEX_FILE
 
@@ -106,7 +105,7 @@ def _applications(root: Path) -> dict[str, str]:
     path = root / INDEX_FILE
     if not path.is_file():
         return {}
-    folders = (yaml.safe_load(path.read_text()) or {}).get("folders") or {}
+    folders = (safe_yaml.load(path.read_text()) or {}).get("folders") or {}
     return {folder: entry["argocdApplication"] for folder, entry in folders.items() if "argocdApplication" in entry}
 
 

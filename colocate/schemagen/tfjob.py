@@ -53,9 +53,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 
-from colocate import ROOT, config
+from colocate import ROOT, config, safe_yaml
 from colocate.schemagen import DRAFT, GENERATED_MARK, SchemaSourceError, dump_schema
 from colocate.model.names import TF_ROLES
 
@@ -134,7 +133,7 @@ def load_crd(path: Path = CRD_FILE, sha256: str = CRD_SHA256) -> dict[str, Any]:
             f"{TRAINING_OPERATOR_VERSION} manifests/base/crds/kubeflow.org_tfjobs.yaml); "
             "restore the upstream file, or re-vendor deliberately and update CRD_SHA256"
         )
-    return yaml.safe_load(data)
+    return safe_yaml.load(data)
 
 
 def crd_version_schema(crd: Mapping[str, Any], version: str = VERSION) -> dict[str, Any]:

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import yaml
 
-from colocate import ROOT
+from colocate import ROOT, safe_yaml
 from colocate.config import Config
 from colocate.model.names import KEEP_ON_PRUNE, sync_options
 from colocate.simulate.control_plane import READY_TIMEOUT, ControlPlane, SimulationError, free_port, refusal
@@ -30,8 +29,6 @@ CRDS = ROOT / "policies" / "crds" / "argoproj.io"
 #: The controller and the repo server only read these when they carry this label
 #: (argo-cd v2.10.15 common/common.go LabelKeyAppName / util/settings).
 PART_OF = {"app.kubernetes.io/part-of": "argocd"}
-#: libyaml: removeJob reads every file of dist/apps/ (megabytes), as run._dist_documents does.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SYNC_TIMEOUT = 300.0
 #: The controller's --app-resync: it compares every Application with git this often.
 APP_RESYNC_SECONDS = 10
@@ -64,7 +61,7 @@ class ArgoCD:
     # --- set-up -------------------------------------------------------------------------------
     def start(self) -> None:
         for crd in sorted(CRDS.glob("*.yaml")):
-            for doc in yaml.safe_load_all(crd.read_text()):
+            for doc in safe_yaml.load_all(crd.read_text()):
                 if doc:
                     self.cp.apply(doc)
         self.cp.wait_established(["applications.argoproj.io", "appprojects.argoproj.io"])
@@ -146,7 +143,7 @@ class ArgoCD:
     def refresh_root(self) -> None:
         """Ask for an immediate refresh of the bootstrap Applications (a webhook would on a push)."""
         for file in sorted((self.repo / "dist" / "bootstrap").glob("*.yaml")):
-            for doc in yaml.safe_load_all(file.read_text()):
+            for doc in safe_yaml.load_all(file.read_text()):
                 if doc and doc.get("kind") == "Application":
                     path = self.cp.path("argoproj.io/v1alpha1", "Application", self.namespace, doc["metadata"]["name"])
                     self.cp.request("PATCH", path, {"metadata": {"annotations": {"argocd.argoproj.io/refresh": "hard"}}},
@@ -156,7 +153,7 @@ class ArgoCD:
         """Apply dist/bootstrap/ (the root Application) from the repository copy; refusals."""
         errors = []
         for file in sorted((self.repo / "dist" / "bootstrap").glob("*.yaml")):
-            for doc in yaml.safe_load_all(file.read_text()):
+            for doc in safe_yaml.load_all(file.read_text()):
                 if doc:
                     try:
                         self.cp.apply(doc)
@@ -311,7 +308,7 @@ def remove_job(argo: "ArgoCD", job: str) -> tuple[str, dict[str, int]]:
     wanted = _job_objects(job)
     files: dict = {}
     for file in sorted((argo.repo / "dist" / "apps").rglob("*.yaml")):
-        docs = [d for d in yaml.load_all(file.read_text(), Loader=_YAML_LOADER) if isinstance(d, dict)]
+        docs = [d for d in safe_yaml.load_all(file.read_text()) if isinstance(d, dict)]
         if docs and all((d.get("kind"), (d.get("metadata") or {}).get("name")) in wanted for d in docs):
             files[file] = docs
     if not files:

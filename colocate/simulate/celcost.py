@@ -17,9 +17,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
 
-from colocate import ROOT, admission
+from colocate import ROOT, admission, safe_yaml
 from colocate.simulate import toolchain
 
 PER_CALL_LIMIT = 1_000_000
@@ -29,7 +28,7 @@ _RESOURCES.update({kind: (group, resource) for kind, (group, _, resource) in adm
 
 
 def _docs(path: Path) -> list[dict]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+    return [d for d in safe_yaml.load_all(path.read_text()) if isinstance(d, dict)]
 
 
 def matches(policy: dict, obj: dict, namespace: dict | None) -> str | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 
+from colocate import safe_yaml
 from colocate.errors import InputError
 from colocate.layout import nodepool_path
 from colocate.model.names import HOSTNAME_LABEL
@@ -28,7 +28,7 @@ def read_pools(dist: Path) -> tuple[PoolFacts, ...]:
                          "`colocate synth` writes them")
     docs = []
     for file in files:
-        doc = yaml.safe_load(file.read_text())
+        doc = safe_yaml.load(file.read_text())
         if not isinstance(doc, dict) or doc.get("apiVersion") != API_VERSION or doc.get("kind") != KIND:
             raise InputError(display(file), "", f"not a {API_VERSION} {KIND}")
         if "capacity" not in (doc.get("spec") or {}):

@@ -7,9 +7,8 @@ import urllib.error
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
 
-from colocate import admission, config as config_mod
+from colocate import admission, config as config_mod, safe_yaml
 from colocate.errors import InputError
 from colocate.model.names import PEAK_REPLICAS_ANNOTATION, TIER_LABEL
 from colocate.resources import display
@@ -23,9 +22,6 @@ from colocate.simulate.scenario import Scenario
 #: cluster event moves it sooner).
 QUIET_SECONDS = 4.0
 SETTLE_TIMEOUT = 120.0
-#: libyaml's loader, which reads the same documents as SafeLoader: dist/apps/ is megabytes (the
-#: charts' CRDs), which the pure-Python loader takes about 8 s to read.
-YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, keep_logs: bool = False,
@@ -199,7 +195,7 @@ def _dist_documents(dist: Path) -> list[tuple[str, dict[str, Any]]]:
         raise InputError(display(dist), "apps/", "no such folder: name a dist/ folder that `colocate synth` wrote")
     out = []
     for file in sorted((dist / "apps").rglob("*.yaml")):
-        for doc in yaml.load_all(file.read_text(), Loader=YAML_LOADER):
+        for doc in safe_yaml.load_all(file.read_text()):
             if isinstance(doc, dict) and doc.get("kind"):
                 out.append((display(file), doc))
     return out
@@ -225,7 +221,7 @@ def _drilled(scenario: Scenario, apps: list[argocd.AppState], docs) -> list[str]
 
 def _bootstrap(dist: Path) -> list[tuple[str, dict[str, Any]]]:
     return [(display(f), d) for f in sorted((dist / "bootstrap").glob("*.yaml"))
-            for d in yaml.load_all(f.read_text(), Loader=YAML_LOADER) if isinstance(d, dict)]
+            for d in safe_yaml.load_all(f.read_text()) if isinstance(d, dict)]
 
 
 def _sync_results(cp: ControlPlane, apps: list[argocd.AppState], docs, obs: observe.Observation) -> None:
