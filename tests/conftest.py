@@ -1,10 +1,22 @@
 """Shared fixtures: one synth per session."""
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# The suite runs `colocate check` hundreds of times, and an installed wheel once: their verdict,
+# schema and rule caches go to a folder of this run, removed at its end, not to the user's
+# ~/.cache (docs/check-cache.md: the verdict cache never evicts; the suite filled it with
+# gigabytes). Set before any test starts a process, so every subprocess inherits it.
+SUITE_CACHE = Path(tempfile.mkdtemp(prefix="colocate-suite-cache-"))
+os.environ["XDG_CACHE_HOME"] = str(SUITE_CACHE)
+atexit.register(shutil.rmtree, SUITE_CACHE, ignore_errors=True)
 
 # A test run started in the background (`make test &`, nohup, some CI wrappers) inherits SIGINT
 # ignored; Python then installs no KeyboardInterrupt handler, in this process or in the

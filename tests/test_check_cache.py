@@ -403,3 +403,12 @@ def test_concurrent_runs_share_one_cache(tmp_path):
         assert proc.returncode == fresh.returncode == 1, err
         assert out == fresh.stdout and "ignored (corrupt" not in err.replace("0 entries ignored (corrupt", "")
     assert not [p for p in cache.rglob(".tmp-*")]
+
+
+def test_the_suite_keeps_the_default_cache_out_of_the_users_home():
+    """tests/conftest.py points XDG_CACHE_HOME at a folder of the run for every process it starts."""
+    suite_cache = Path(os.environ["XDG_CACHE_HOME"])
+    assert not suite_cache.is_relative_to(Path.home() / ".cache"), suite_cache
+    proc = colocate("check", "--timings", str(DIST / "nodes"))
+    assert proc.returncode == 0, proc.stderr
+    assert f"cache: {suite_cache / 'colocate' / 'check'}: " in proc.stderr, proc.stderr
