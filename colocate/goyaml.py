@@ -10,9 +10,8 @@ from typing import Any
 
 import yaml
 
-from colocate.safe_yaml import SafeLoader
-
 from colocate.errors import InputError
+from colocate.safe_yaml import SafeLoader
 
 # kubectl (and Argo CD, kubeconform) read YAML through sigs.k8s.io/yaml, which decodes with
 # go-yaml v2 into plain values and converts them to JSON. PyYAML's YAML 1.1 resolver differs: it
@@ -74,10 +73,7 @@ def _go_tag(text: str) -> str:
     return _TAG + _go_scalar(text)[0]
 
 
-BaseLoader = SafeLoader
-
-
-class Loader(BaseLoader):  # type: ignore[valid-type,misc]
+class Loader(SafeLoader):  # type: ignore[valid-type,misc]
     # libyaml's composer calls these three for every node: they are kept to a call each.
     # Path resolvers are never registered, so descending and ascending have nothing to do.
     descend_resolver = staticmethod(slice)  # any two arguments, no effect

@@ -14,7 +14,6 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from colocate import ROOT, safe_yaml
 
 SOURCES = ROOT / "vendor" / "sources.yaml"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import yaml
 
-from colocate import goyaml
+from colocate.safe_yaml import SafeLoader
 from colocate.manifests.loading import _collector_paused
 
 
-class _LineLoader(goyaml.BaseLoader):  # type: ignore[valid-type,misc]
+class _LineLoader(SafeLoader):  # type: ignore[valid-type,misc]
     """Composes nodes for their lines only: no tag is resolved (keys are compared as written)."""
 
     descend_resolver = staticmethod(slice)  # as goyaml.Loader: no path resolvers, nothing to do

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-
 from colocate import manifests, safe_yaml
 from colocate.errors import ColocateError, InputError
 from colocate.layout import INDEX_FILE

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-
 from colocate import ROOT, safe_yaml
 from colocate.config import Config
 from colocate.model.names import KEEP_ON_PRUNE, sync_options

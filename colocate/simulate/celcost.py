@@ -17,7 +17,6 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable
 
-
 from colocate import ROOT, admission, safe_yaml
 from colocate.simulate import toolchain
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-
 from colocate import safe_yaml
 from colocate.errors import InputError
 from colocate.layout import nodepool_path

@@ -246,11 +246,12 @@ def failed_creates(events) -> tuple[list[Problem], list[Problem]]:
         if event.get("type") == "Warning" and event["reason"].startswith("FailedCreate"):
             key = (_involved(event), event["reason"])
             message = event.get("message", "")
-            named = _NAMED.search(message)
             if _QUOTA_CONFLICT.search(message):
                 made = last_created.get(key, -1)
+            elif named := _NAMED.search(message):
+                made = created.get((*key, named.group(1)), -1)
             else:
-                made = created.get((*key, named.group(1)), -1) if named else -1
+                made = -1
             (recovered if made > int(event["metadata"]["resourceVersion"]) else newest)[key] = event
 
     def problems(found):

@@ -7,7 +7,6 @@ import urllib.error
 from pathlib import Path
 from typing import Any, Callable
 
-
 from colocate import admission, config as config_mod, safe_yaml
 from colocate.errors import InputError
 from colocate.model.names import PEAK_REPLICAS_ANNOTATION, TIER_LABEL
