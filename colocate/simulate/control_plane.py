@@ -30,6 +30,11 @@ from colocate.errors import ColocateError
 KUBEADM_ADMISSION_PLUGINS = "NodeRestriction"
 SERVICE_CIDR = "10.96.0.0/12"
 READY_TIMEOUT = 60.0
+#: The Go collector's target for every component unless the caller's environment sets GOGC: a
+#: run is CPU-bound on 2 cores (kube-apiserver and Argo CD's controller decode and encode the
+#: charts' CRDs for each apply), and collecting a quarter as often takes about a seventh off a
+#: night run for 2.4 times the memory of the largest process (docs/simulate.md, "How a run goes").
+GOGC = "400"
 
 
 class SimulationError(ColocateError):
@@ -98,7 +103,8 @@ class ControlPlane:
         """Start a process in its own process group, its output in logs/<name>.log."""
         log = open(self.logs / f"{name}.log", "wb")
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                cwd=self.workdir, env={**os.environ, **(env or {})}, start_new_session=True,
+                                cwd=self.workdir, env={"GOGC": GOGC, **os.environ, **(env or {})},
+                                start_new_session=True,
                                 preexec_fn=_die_with_parent)
         log.close()
         self.processes.append((name, proc))

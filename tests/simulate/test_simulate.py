@@ -316,3 +316,16 @@ def test_free_ports_are_given_once_and_never_from_the_ephemeral_range():
     ports = [control_plane.free_port() for _ in range(300)]
     assert len(set(ports)) == len(ports)
     assert not [p for p in ports if low <= p <= high]
+
+
+@pytest.mark.parametrize("outside, seen", [({}, control_plane.GOGC), ({"GOGC": "100"}, "100")])
+def test_components_collect_garbage_less_often_unless_the_environment_says_otherwise(monkeypatch, outside, seen):
+    monkeypatch.delenv("GOGC", raising=False)
+    for name, value in outside.items():
+        monkeypatch.setenv(name, value)
+    cp = control_plane.ControlPlane({})  # not entered: no component is started
+    try:
+        cp.run("env", ["sh", "-c", 'printf %s "$GOGC"']).wait(timeout=10)
+        assert (cp.logs / "env.log").read_text() == seen
+    finally:
+        shutil.rmtree(cp.workdir)
