@@ -3,7 +3,8 @@ root Application syncs every Application from dist/, the platform ones' rendered
 colocate-platform as if its file were removed lists what it deletes: the training Namespace and
 every claim in it when the Namespace lacks the Delete=false that the reference gives it, one
 NetworkPolicy that lacks it, and none of the PriorityClasses, quotas, LimitRanges and other
-NetworkPolicies, which keep it (docs/gitops.md, "Deletion protection")."""
+NetworkPolicies, which keep it; deleting colocate-training first, in the same cluster, lists the one
+claim that lacks Delete=false and none of those that have it (docs/gitops.md, "Deletion protection")."""
 from __future__ import annotations
 
 import shutil
@@ -22,23 +23,26 @@ PLATFORM = {"kube-prometheus-stack", "dcgm-exporter", "nvidia-device-plugin", "c
 CLAIMS = ("recsys-train-checkpoints", "tf-mnist-dist-checkpoints", "tf-ps-mode-checkpoints")
 #: The one guard whose Delete=false the drill's copy takes off.
 UNGUARDED = "networkpolicy.online.default-deny"
+#: The one claim whose Delete=false the drill's copy takes off.
+UNGUARDED_CLAIM = "persistentvolumeclaim.training.tf-ps-mode-checkpoints"
 GUARDS = ("PriorityClass", "ResourceQuota", "LimitRange", "NetworkPolicy")
 
 
 @pytest.fixture(scope="module")
 def platform_drill(tmp_path_factory):
-    """dist/ whose training Namespace and online default-deny NetworkPolicy lost Delete=false
-    (what a careless change does; everything else keeps it), with colocate-platform drilled."""
+    """dist/ whose training Namespace, online default-deny NetworkPolicy and tf-ps-mode claim lost
+    Delete=false (what a careless change does; everything else keeps it), with colocate-training
+    drilled, then colocate-platform (each drill puts its Application back before the next)."""
     root = tmp_path_factory.mktemp("platform-drill")
     dist = root / "dist"
     shutil.copytree(DIST, dist)
-    for name in ("namespace.training", UNGUARDED):
-        file = dist / f"apps/platform/{name}.yaml"
+    for name in ("platform/namespace.training", f"platform/{UNGUARDED}", f"training/{UNGUARDED_CLAIM}"):
+        file = dist / f"apps/{name}.yaml"
         doc = yaml_load(file.read_text())
         assert "Delete=false" in doc["metadata"]["annotations"].pop(SYNC_OPTIONS)  # the reference protects it
         file.write_text(yaml.safe_dump(doc))
     scenario = root / "drill.yaml"
-    scenario.write_text("deleteDrill: [colocate-platform]\n")
+    scenario.write_text("deleteDrill: [colocate-training, colocate-platform]\n")
     return simulate(str(dist), "--scenario", str(scenario))[1]
 
 
@@ -86,3 +90,13 @@ def test_delete_drill_keeps_priority_classes_quotas_limit_ranges_and_network_pol
     stateful = [o.split("/")[0] in ("Namespace", "PersistentVolumeClaim", "PersistentVolume") for o in gone]
     assert stateful == sorted(stateful, reverse=True), f"stateful objects first: {gone}"
     assert platform_drill["settled"] and survivors() == []
+
+
+def test_delete_drill_lists_the_claim_a_deletion_would_take(platform_drill):
+    """The real Argo CD controller deletes what an Application manages when its file goes; our
+    claims carry Delete=false, so the drill keeps them. The one without it is listed, stateful
+    objects first."""
+    gone = platform_drill["drills"]["colocate-training"]
+    assert gone[0] == "PersistentVolumeClaim/training/tf-ps-mode-checkpoints", gone
+    kept = {"PersistentVolumeClaim/training/recsys-train-checkpoints", "PersistentVolumeClaim/training/tf-mnist-dist-checkpoints"}
+    assert not kept & set(gone) and "TFJob/training/tf-ps-mode" in gone, gone

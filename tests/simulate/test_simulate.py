@@ -274,26 +274,6 @@ def test_fault_online_service_that_cannot_be_placed_at_peak(faults):
     assert online and all("Insufficient nvidia.com/gpu" in p["reason"] for p in online), online
 
 
-def test_delete_drill_lists_the_claim_a_deletion_would_take(tmp_path):
-    """The real Argo CD controller deletes what an Application manages when its file goes; our
-    claims carry Delete=false, so the drill of the reference keeps them. Without it, the drill
-    lists the claim, stateful objects first."""
-    dist = tmp_path / "dist"
-    shutil.copytree(DIST, dist)
-    claim = dist / "apps/training/persistentvolumeclaim.training.tf-ps-mode-checkpoints.yaml"
-    doc = yaml_load(claim.read_text())
-    del doc["metadata"]["annotations"]["argocd.argoproj.io/sync-options"]
-    claim.write_text(yaml.safe_dump(doc))
-    scenario = tmp_path / "drill.yaml"
-    scenario.write_text("deleteDrill: [colocate-training]\n")
-    proc, report = simulate(str(dist), "--scenario", str(scenario))
-    gone = report["drills"]["colocate-training"]
-    assert gone[0] == "PersistentVolumeClaim/training/tf-ps-mode-checkpoints", gone
-    kept = {"PersistentVolumeClaim/training/recsys-train-checkpoints", "PersistentVolumeClaim/training/tf-mnist-dist-checkpoints"}
-    assert not kept & set(gone) and "TFJob/training/tf-ps-mode" in gone, gone
-    assert survivors() == []
-
-
 def test_a_config_without_what_simulate_needs_is_named(tmp_path):
     """The --config file, not colocate.yaml, is the one named when its simulation or schedule
     section is missing."""
