@@ -24,7 +24,7 @@ from colocate.model.names import (DISRUPTION_ANNOTATION, GIVEN_UP_METRIC, JOB_NA
                                    RESUBMISSIONS_ANNOTATION)
 from colocate.simulate import components, run, scenario, steps
 from colocate.simulate.control_plane import ControlPlane
-from tests.simulate.test_simulate import simulate, survivors
+from tests.simulate.test_simulate import simulate, survivors, tagged
 from tests.helpers import yaml_load
 
 DIST = ROOT / "dist"
@@ -100,7 +100,8 @@ def peaks(hungry):
         seen["pods"] = [p for p in cp.items("/api/v1/namespaces/training/pods")]
         seen["app"] = cp.request("GET", "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/colocate-training")
 
-    obs, _ = run.simulate(hungry, scenario.load(str(file)), log=lambda line: None, inspect=inspect)
+    with tagged():
+        obs, _ = run.simulate(hungry, scenario.load(str(file)), log=lambda line: None, inspect=inspect)
     return obs, seen
 
 
@@ -269,7 +270,8 @@ def live():
         _wait("the second replica to lead", lambda: "leading" in second_log.read_text(), timeout=60)
         found["lease"] += [first, cp.request("GET", lease)["spec"]["holderIdentity"], proc.returncode]
 
-    obs, _ = run.simulate(DIST, scenario.load("night"), log=lambda line: None, inspect=inspect)
+    with tagged():
+        obs, _ = run.simulate(DIST, scenario.load("night"), log=lambda line: None, inspect=inspect)
     return obs, found
 
 

@@ -3,6 +3,7 @@ at peak, each fault class is reported with the real component's own message, and
 simulation started survives it."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -38,6 +39,15 @@ def simulate(*args: str) -> tuple[subprocess.CompletedProcess, dict]:
     proc = colocate("simulate", *args, "--format", "json", env=TAG)
     assert proc.returncode in (0, 1), proc.stderr
     return proc, json.loads(proc.stdout)
+
+
+@contextlib.contextmanager
+def tagged():
+    """Around an in-process run.simulate: the processes it starts carry TAG too, for survivors()."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in TAG.items():
+            patch.setenv(name, value)
+        yield
 
 
 def survivors() -> list[str]:
