@@ -144,9 +144,13 @@ class ArgoCD:
         for file in sorted((self.repo / "dist" / "bootstrap").glob("*.yaml")):
             for doc in safe_yaml.load_all(file.read_text()):
                 if doc and doc.get("kind") == "Application":
-                    path = self.cp.path("argoproj.io/v1alpha1", "Application", self.namespace, doc["metadata"]["name"])
-                    self.cp.request("PATCH", path, {"metadata": {"annotations": {"argocd.argoproj.io/refresh": "hard"}}},
-                                    content_type="application/merge-patch+json")
+                    self.refresh(doc["metadata"]["name"])
+
+    def refresh(self, app: str) -> None:
+        """Ask for an immediate hard refresh of Application ``app``: it reads git again."""
+        path = self.cp.path("argoproj.io/v1alpha1", "Application", self.namespace, app)
+        self.cp.request("PATCH", path, {"metadata": {"annotations": {"argocd.argoproj.io/refresh": "hard"}}},
+                        content_type="application/merge-patch+json")
 
     def apply_bootstrap(self) -> list[str]:
         """Apply dist/bootstrap/ (the root Application) from the repository copy; refusals."""

@@ -6,7 +6,6 @@ the second is a later commit of the same repository that removes the folder."""
 from __future__ import annotations
 
 import shutil
-import time
 
 import pytest
 
@@ -34,15 +33,13 @@ def no_jobs(tmp_path_factory):
         argo = argocd.ArgoCD(cp, config.load(), dist)
         shutil.rmtree(argo.repo / "dist" / "apps" / "training")
         argo.commit("apps/training removed")
-        path = cp.path("argoproj.io/v1alpha1", "Application", argo.namespace, APP)
-        cp.request("PATCH", path, {"metadata": {"annotations": {"argocd.argoproj.io/refresh": "hard"}}},
-                   content_type="application/merge-patch+json")
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        argo.refresh(APP)
+
+        def refused() -> bool:
             seen["after"] = next(a for a in argo.apps() if a.name == APP)
-            if MISSING in seen["after"].message:
-                break
-            time.sleep(0.5)
+            return MISSING in seen["after"].message
+
+        argocd._wait(argo, refused, f"Application {APP} to report the missing folder", timeout=60)
 
     with tagged():
         obs, _ = run.simulate(dist, scenario.load("night"), log=lambda line: None, inspect=inspect)
