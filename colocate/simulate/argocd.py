@@ -146,10 +146,11 @@ class ArgoCD:
                 if doc and doc.get("kind") == "Application":
                     self.refresh(doc["metadata"]["name"])
 
-    def refresh(self, app: str) -> None:
-        """Ask for an immediate hard refresh of Application ``app``: it reads git again."""
+    def refresh(self, app: str, kind: str = "hard") -> None:
+        """Ask for an immediate refresh of Application ``app``: "hard" reads git again past the
+        repo server's cache, "normal" compares with the commit it resolves now."""
         path = self.cp.path("argoproj.io/v1alpha1", "Application", self.namespace, app)
-        self.cp.request("PATCH", path, {"metadata": {"annotations": {"argocd.argoproj.io/refresh": "hard"}}},
+        self.cp.request("PATCH", path, {"metadata": {"annotations": {"argocd.argoproj.io/refresh": kind}}},
                         content_type="application/merge-patch+json")
 
     def apply_bootstrap(self) -> list[str]:
@@ -327,9 +328,7 @@ def remove_job(argo: "ArgoCD", job: str) -> tuple[str, dict[str, int]]:
     head = subprocess.run([*_GIT, "-C", str(argo.repo), "rev-parse", "HEAD"], check=True, capture_output=True,
                           text=True).stdout.strip()
     for app in apps:
-        path = argo.cp.path("argoproj.io/v1alpha1", "Application", argo.namespace, app)
-        argo.cp.request("PATCH", path, {"metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}},
-                        content_type="application/merge-patch+json")
+        argo.refresh(app, "normal")
     for app in apps:
         _wait_value(argo, lambda app=app: _finished_sync(argo, app, head), f"Application {app} to sync {head[:8]}")
     named = ', '.join(d['kind'] + '/' + d['metadata']['name'] for d in pruned)
