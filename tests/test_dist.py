@@ -60,6 +60,16 @@ def test_colocate_check_dist_exits_0():
     assert "0 errors" in proc.stdout
 
 
+def test_a_tree_named_other_than_dist_is_written_and_judged_as_dist_is(tmp_path):
+    """The Applications' paths say dist/apps/...; `synth --outdir` (or a copy) may name the tree
+    otherwise, and the rules find each folder's Application through the tree's index instead.
+    synth judges what it writes with check's rules and refuses on an error, so exit 0 is their verdict."""
+    out = tmp_path / "release"
+    proc = colocate("synth", "--outdir", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert render.read_tree(out) == render.read_tree(DIST)
+
+
 def test_check_names_an_offline_deployment_without_priority(tmp_path):
     copy = tmp_path / "dist"
     shutil.copytree(DIST, copy)

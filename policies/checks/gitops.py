@@ -124,15 +124,33 @@ def custom_resource_before_crd(index: Index, rule: Rule) -> Iterator[Violation]:
                         "same Application, so the first sync's dry run fails while the CRD does not exist yet")
 
 
+def _server_side(app) -> bool:
+    """The Application syncs with ServerSideApply=true."""
+    spec = app.obj.get("spec") or {}
+    return SERVER_SIDE_APPLY in ((spec.get("syncPolicy") or {}).get("syncOptions") or [])
+
+
 def _application_paths(index: Index) -> list[tuple[str, bool]]:
     """(source path, ServerSideApply set on the Application) of every Application checked."""
     out = []
     for app in index.of_kind("Application"):
-        spec = app.obj.get("spec") or {}
-        ssa = SERVER_SIDE_APPLY in ((spec.get("syncPolicy") or {}).get("syncOptions") or [])
-        for _, source in _sources(spec):
+        for _, source in _sources(app.obj.get("spec") or {}):
             if source.get("path"):
-                out.append((str(source["path"]).strip("/"), ssa))
+                out.append((str(source["path"]).strip("/"), _server_side(app)))
+    return out
+
+
+def _indexed_applications(index: Index) -> dict[str, str]:
+    """Checked folder -> the Application a dist/ index (DistIndex) says syncs it. The index knows
+    its tree by its own folder, whatever that folder is called; an Application's path names the
+    tree as the repository does (dist/apps/x), which a copy or ``synth --outdir`` renames."""
+    out = {}
+    for dist_index in index.of_kind("DistIndex"):
+        root = PurePath(dist_index.file).parent
+        folders = dist_index.obj.get("folders")
+        for folder, entry in (folders.items() if isinstance(folders, dict) else ()):
+            if isinstance(folder, str) and isinstance(entry, dict) and isinstance(entry.get("argocdApplication"), str):
+                out[(root / folder).as_posix()] = entry["argocdApplication"]
     return out
 
 
@@ -140,15 +158,19 @@ def _too_big_for_annotation(doc) -> bool:
     return doc.is_api_object and doc.json_size > ANNOTATIONS_LIMIT
 
 
-@reads("Application", whole=_too_big_for_annotation)
+@reads("Application", "DistIndex", whole=_too_big_for_annotation)
 def too_big_for_client_side_apply(index: Index, rule: Rule) -> Iterator[Violation]:
     """Objects whose JSON does not fit the last-applied annotation, synced without server-side apply."""
     apps = _application_paths(index)
+    indexed = _indexed_applications(index)
+    server_side = {app.name for app in index.of_kind("Application") if _server_side(app)}
     for doc in index.api_objects():
         size = doc.json_size
         if size <= ANNOTATIONS_LIMIT or SERVER_SIDE_APPLY in sync_options(doc.metadata):
             continue
         folder = PurePath(doc.file).parent.as_posix()
+        if indexed.get(folder) in server_side:
+            continue
         if any(ssa and (folder == path or folder.endswith("/" + path)) for path, ssa in apps):
             continue
         yield Violation(doc, f"metadata.annotations[{SYNC_OPTIONS}]", f"the object is {size} bytes of JSON; client-side "
