@@ -58,7 +58,7 @@ class PlatformChart(ColocateChart):
             name=cluster.training_namespace, tier="offline", registry_cidrs=config.registry_cidrs,
             # Offline pods may burst CPU above requests, but memory is not compressible: the
             # defaults keep memory request == limit.
-            quota={**pool_quota(mixed, limits_memory=True), "persistentvolumeclaims": "100"},
+            quota={**pool_quota(mixed, limits_memory=True), "persistentvolumeclaims": str(cluster.training_claims)},
             limit_range=LimitRangeProps(default_request={"cpu": "1", "memory": "2Gi"},
                                         default_limit={"cpu": "2", "memory": "2Gi"},
                                         max=node_ceiling(mixed)),

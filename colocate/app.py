@@ -114,10 +114,12 @@ def vendored_path(chart: RenderedChart) -> str:
 
 
 def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path | None = None,
-          jobs_required: bool | None = None, on_swap: Callable[[], None] | None = None) -> dict[str, str]:
-    """Build, render and write dist/. Any error before the swap leaves ``outdir`` untouched."""
+          jobs_required: bool | None = None, on_swap: Callable[[], None] | None = None,
+          cluster: cluster_mod.Cluster | None = None) -> dict[str, str]:
+    """Build, render and write dist/. Any error before the swap leaves ``outdir`` untouched.
+    ``cluster`` replaces the reference cluster (the benchmarks' larger mixed pool)."""
     render.check_outdir(outdir)  # before the minutes of building, not after
-    files = _render(config_path, jobs_dir, jobs_required, (outdir, DIST))
+    files = _render(config_path, jobs_dir, jobs_required, (outdir, DIST), cluster)
     _refuse_findings(files, outdir, config_path)
     try:
         render.write_tree(files, outdir, on_swap)
@@ -149,6 +151,6 @@ def stale(outdir: Path = DIST, config_path: Path | None = None,
 
 
 def _render(config_path: Path | None, jobs_dir: Path | None, jobs_required: bool | None = None,
-            reuse: Sequence[Path] = (DIST,)) -> dict[str, str]:
+            reuse: Sequence[Path] = (DIST,), cluster: cluster_mod.Cluster | None = None) -> dict[str, str]:
     config = config_mod.load(config_path) if config_path else config_mod.load()
-    return render_files(build(config, jobs_dir=jobs_dir, jobs_required=jobs_required), reuse)
+    return render_files(build(config, cluster, jobs_dir=jobs_dir, jobs_required=jobs_required), reuse)

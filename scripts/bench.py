@@ -10,14 +10,21 @@ Target: N=1000 synthesized and checked in under 60 s on 2 cores, growing at most
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
+import yaml
+
+from colocate import app, config as config_mod, quantity
 from colocate.go_builds import environment
+from colocate.model import cluster as cluster_mod
+from colocate.model.pools import Resources
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = Path(sys.executable)
@@ -25,13 +32,16 @@ PYTHON = Path(sys.executable)
 IMAGES = 20
 TARGET_SECONDS = 60
 
-# Three shapes, cycled: collective all-reduce on GPUs, parameter servers, chief + evaluator.
+# Three shapes, cycled, each one the job construct accepts (docs/training.md, "Job shapes"):
+# all-reduce on GPUs (the Master is one more worker, so it has the Workers' GPU), parameter
+# servers (the Chief is the CPU-only coordinator), all-reduce with a Chief and an evaluator.
 SHAPES = (
-    "  Master: {{cpu: 2, cpuLimit: 4, memory: 4Gi, memoryLimit: 8Gi}}\n"
+    "  Master: {{cpu: 2, cpuLimit: 4, memory: 4Gi, memoryLimit: 8Gi, gpus: 1}}\n"
     "  Worker: {{replicas: {workers}, cpu: 2, cpuLimit: 4, memory: 4Gi, memoryLimit: 8Gi, gpus: 1}}\n",
+    "  Chief: {{cpu: 1, memory: 2Gi}}\n"
     "  Worker: {{replicas: {workers}, cpu: 1, cpuLimit: 2, memory: 2Gi, memoryLimit: 4Gi}}\n"
     "  PS: {{replicas: 2, cpu: 2, memory: 8Gi}}\n",
-    "  Chief: {{cpu: 2, memory: 4Gi}}\n"
+    "  Chief: {{cpu: 2, memory: 4Gi, gpus: 1}}\n"
     "  Worker: {{replicas: {workers}, cpu: 4, memory: 8Gi, gpus: 1}}\n"
     "  Evaluator: {{cpu: 1, memory: 2Gi}}\n",
 )
@@ -46,6 +56,36 @@ def write_jobs(folder: Path, n: int) -> None:
             + SHAPES[i % len(SHAPES)].format(workers=1 + i % 4))
 
 
+def job_demand(folder: Path) -> Resources:
+    """What the generated jobs (bench-*.yaml) ask of the mixed pool: every replica, memory at its limit."""
+    total = Resources(0, 0, 0)
+    for path in sorted(folder.glob("bench-*.yaml")):
+        for role in yaml.safe_load(path.read_text())["roles"].values():
+            memory = role.get("memoryLimit", role["memory"])
+            total += Resources(quantity.millicores(role["cpu"]), quantity.to_bytes(memory),
+                               role.get("gpus", 0)).times(role.get("replicas", 1))
+    return total
+
+
+def cluster_for(config: config_mod.Config, jobs_dir: Path) -> cluster_mod.Cluster:
+    """The reference cluster with its mixed pool grown by the nodes the generated jobs take and its
+    training quota by their checkpoint claims: the quota is that pool's allocatable, and synth
+    refuses jobs past it (COL051), as a platform would grow both before adding a thousand jobs."""
+    reference = cluster_mod.reference(config)
+    mixed = reference.pool(reference.mixed_pool)
+    need, node = job_demand(jobs_dir), mixed.allocatable
+    extra = max(math.ceil(need.cpu_milli / node.cpu_milli), math.ceil(need.memory_bytes / node.memory_bytes),
+                math.ceil(need.gpus / node.gpus) if node.gpus else 0)
+    pools = tuple(replace(p, nodes=p.nodes + extra) if p.name == mixed.name else p for p in reference.pools)
+    jobs = len(list(jobs_dir.glob("bench-*.yaml")))  # one checkpoint claim each
+    return replace(reference, pools=pools, training_claims=reference.training_claims + jobs)
+
+
+def synth_with_jobs(outdir: Path, jobs_dir: Path) -> None:
+    """synth of the reference plus the jobs in ``jobs_dir``, on the cluster they need."""
+    app.synth(outdir, jobs_dir=jobs_dir, cluster=cluster_for(config_mod.load(), jobs_dir))
+
+
 def timed(args: list[str]) -> float:
     start = time.perf_counter()
     proc = subprocess.run(args, cwd=ROOT, env=environment(), capture_output=True, text=True)
@@ -55,11 +95,17 @@ def timed(args: list[str]) -> float:
     return elapsed
 
 
+def synth_command(outdir: Path, jobs_dir: Path) -> list[str]:
+    """synth_with_jobs in a fresh process, as CI runs synth."""
+    return [str(PYTHON), "-c", "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[3]); "
+            "from bench import synth_with_jobs; synth_with_jobs(Path(sys.argv[1]), Path(sys.argv[2]))",
+            str(outdir), str(jobs_dir), str(Path(__file__).resolve().parent)]
+
+
 def run(n: int, scratch: Path) -> tuple[float, float, int]:
     jobs_dir, outdir = scratch / f"jobs-{n}", scratch / f"dist-{n}"
     write_jobs(jobs_dir, n)
-    synth = timed([str(PYTHON), "-c", "import sys; from pathlib import Path; from colocate import app; "
-                   "app.synth(Path(sys.argv[1]), jobs_dir=Path(sys.argv[2]))", str(outdir), str(jobs_dir)])
+    synth = timed(synth_command(outdir, jobs_dir))
     check = timed([str(PYTHON.parent / "colocate"), "check", str(outdir)])
     objects = sum(1 for p in outdir.rglob("*.yaml") if p.name != "index.yaml")
     return synth, check, objects

@@ -66,6 +66,9 @@ class Cluster:
     #: Namespace of what colocate itself runs in the cluster: the resubmitter (and its Lease)
     #: and the schedule's CronJobs (docs/training-control.md).
     control_namespace: str = "colocate-system"
+    #: PersistentVolumeClaims the training namespace's quota allows: each job has one, its
+    #: checkpoints' (constructs/tfjob.py), so this bounds the jobs the namespace holds.
+    training_claims: int = 100
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.pools]
