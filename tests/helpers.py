@@ -1,10 +1,12 @@
 """Test helpers: run the CLI and tools as subprocesses, with the environment `make` gives."""
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 
 from colocate import ROOT, safe_yaml
@@ -14,6 +16,14 @@ VENV_BIN = Path(sys.executable).parent
 #: The suite reads dist/ again and again, with the package's libyaml loader.
 yaml_load = safe_yaml.load
 yaml_load_all = safe_yaml.load_all
+
+
+def load_module(path: Path, name: str) -> ModuleType:
+    """A script that is not in a package (scripts/, examples/), imported from its file."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def run(args: list[str], cwd: Path = ROOT, check: bool = False, env: dict | None = None) -> subprocess.CompletedProcess:

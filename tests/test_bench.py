@@ -2,21 +2,12 @@
 which a new rule of the job construct or of check must not turn into a refusal."""
 from __future__ import annotations
 
-import importlib.util
-
 from colocate import ROOT
-from tests.helpers import yaml_load_all
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.helpers import load_module, yaml_load_all
 
 
 def test_each_generated_job_shape_synthesizes_on_the_cluster_the_benchmark_sizes_for_it(tmp_path):
-    bench = _bench()
+    bench = load_module(ROOT / "scripts" / "bench.py", "bench")
     jobs, out = tmp_path / "jobs", tmp_path / "dist"
     bench.write_jobs(jobs, len(bench.SHAPES) * 2)  # each shape twice, 1 to 4 workers
 

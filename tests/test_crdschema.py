@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import re
 import subprocess
@@ -28,7 +27,7 @@ from colocate.schemagen.crd import (
     vendored_body,
     write_schemas,
 )
-from tests.helpers import yaml_load, yaml_load_all
+from tests.helpers import load_module, yaml_load, yaml_load_all
 
 KUBECONFORM = ROOT / "bin" / "kubeconform"
 FIXTURES = ROOT / "tests" / "fixtures" / "schemas"
@@ -234,10 +233,7 @@ def test_vendored_crds_are_byte_for_byte_upstream():
 
 
 def _load_generator():
-    spec = importlib.util.spec_from_file_location("gen_schemas", ROOT / "scripts" / "gen_schemas.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(ROOT / "scripts" / "gen_schemas.py", "gen_schemas")
 
 
 def test_generator_reproduces_committed_schemas_byte_for_byte(tmp_path):

@@ -3,7 +3,6 @@ process: SIGTERM makes it save and exit 143, and the next start restores the lat
 and goes on from there. Every wait is for a line the program prints, never a fixed sleep."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import queue
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from colocate import ROOT
+from tests.helpers import load_module
 
 EXAMPLE = ROOT / "examples" / "training" / "checkpointing.py"
 #: Long enough never to finish while a test waits for it; quick steps so it makes progress.
@@ -25,10 +25,7 @@ ENDLESS = ("--steps", "1000000", "--save-every", "10", "--step-seconds", "0.002"
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("checkpointing_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(EXAMPLE, "checkpointing_example")
 
 
 class Run:
