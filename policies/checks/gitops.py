@@ -204,21 +204,46 @@ def application_overlap(index: Index, rule: Rule) -> Iterator[Violation]:
                                 f"({other_path}{', recursively' if recurse and path != other_path else ''})")
 
 
+def _tree_names(index: Index) -> dict[PurePath, set[str]]:
+    """Each checked dist/ (its DistIndex's folder) -> the names Applications' paths give it: the
+    folder's own, and the repository's (``dist``), learned from an Application whose path ends in a
+    folder the index says it syncs; a copy or ``synth --outdir`` names the tree otherwise."""
+    paths: dict[str, list[str]] = {}
+    for app, _, path, _ in _directory_sources(index):
+        paths.setdefault(app.name, []).append(path)
+    out = {}
+    for dist_index in index.of_kind("DistIndex"):
+        root = PurePath(dist_index.file).parent
+        names = out.setdefault(root, {root.name})
+        folders = dist_index.obj.get("folders")
+        for folder, entry in (folders.items() if isinstance(folders, dict) else ()):
+            if not (isinstance(folder, str) and isinstance(entry, dict)):
+                continue
+            rel = PurePath(folder).as_posix()
+            for path in paths.get(entry.get("argocdApplication"), ()):
+                if rel == ".":
+                    names.add(path)
+                elif path.endswith("/" + rel):
+                    names.add(path[:-len(rel) - 1])
+    return out
+
+
 @reads("Application", "DistIndex", skeleton="first")
 def application_path_exists(index: Index, rule: Rule) -> Iterator[Violation]:
-    """An Application whose folder of a checked dist/ (its DistIndex's folder, by name: the
-    Application's path ``dist/apps/x`` in the tree ``.../dist``) holds no checked file: Argo CD
-    stops at "app path does not exist" and prunes nothing (git keeps no empty folder)."""
-    roots = [PurePath(d.file).parent for d in index.of_kind("DistIndex")]
-    if not roots:
+    """An Application whose folder of a checked dist/ (its DistIndex's folder: the Application's
+    path ``dist/apps/x`` in the tree ``.../dist``, or in a tree named otherwise whose index places
+    the Applications) holds no checked file: Argo CD stops at "app path does not exist" and
+    prunes nothing (git keeps no empty folder)."""
+    trees = _tree_names(index)
+    if not trees:
         return
     folders = {PurePath(d.file).parent for d in index.docs}
     for app, _, path, _ in _directory_sources(index):
-        parts = PurePath(path).parts
-        for root in roots:
-            if not parts or parts[0] != root.name:
+        for root, names in trees.items():
+            rel = next((path[len(n) + 1:] for n in sorted(names) if path == n or path.startswith(n + "/")), None)
+            if rel is None:
                 continue
-            folder = root.joinpath(*parts[1:])
+            folder = root.joinpath(rel)
             if not any(f == folder or folder in f.parents for f in folders):
                 yield Violation(app, "spec.source.path", f"{path} holds no manifest in {root}")
 
