@@ -399,3 +399,28 @@ def test_labels_that_are_not_a_mapping_are_a_schema_finding_not_a_crash(tmp_path
         obj["data"] = {"d.json": json.dumps({"panels": []})}
     proc = checked(str(write(tmp_path / "x.yaml", [obj])), code=1)
     assert "SCHEMA" in proc.stdout and "internal error" not in proc.stderr
+
+
+@pytest.mark.parametrize("fixture, mutate, culprit, partner", [
+    # capacity's LimitRange rule reads the max of the pods' namespace: a string there breaks it
+    # only when a pod meets it.
+    ("COL052/pass.yaml", lambda docs: docs[1]["spec"]["limits"][0].update(max="2"), "Deployment/", "LimitRange/"),
+    # A Prometheus whose monitor selector is a list selects no monitor (the API server refuses it).
+    ("COL220/pass.rendered-prometheus.yaml", lambda docs: docs[0]["spec"].update(serviceMonitorSelector=[]), None, None),
+])
+def test_a_field_that_breaks_a_rule_only_with_another_object_is_an_error_naming_both(tmp_path, fixture, mutate,
+                                                                                     culprit, partner):
+    """Found by the property test above: each object reads well alone, and together they raised
+    (exit 3). The rule now names the pair and judges the rest; kubeconform names the bad field."""
+    docs = [d for d in yaml_load_all((ROOT / "tests/policies/fixtures" / fixture).read_text()) if d is not None]
+    mutate(docs)
+    path = tmp_path / "objects.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    proc = colocate("check", str(path))
+    assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stdout + proc.stderr
+    assert "INVALID" in proc.stdout or "schema" in proc.stdout.lower(), proc.stdout
+    lines = [line for line in proc.stdout.splitlines() if "cannot judge" in line]
+    if culprit:
+        assert len(lines) == 1 and culprit in lines[0] and f"together with {partner}" in lines[0], proc.stdout
+    else:
+        assert not lines, proc.stdout

@@ -26,7 +26,8 @@ def _context(cluster: Cluster, docs: list[Doc], min_argocd_version: tuple[int, i
     for doc in docs:
         if doc.kind == "Namespace":
             tier = doc.labels.get(TIER_LABEL)
-            {"online": online, "offline": offline}.get(tier, set()).add(doc.name)
+            if isinstance(tier, str):  # a list there is the API server's to refuse (kubeconform says so)
+                {"online": online, "offline": offline}.get(tier, set()).add(doc.name)
     return Context(cluster, online, offline, min_argocd_version, registry_host, frozenset(proxied_registries),
                    shared_storage_class=shared_storage_class)
 

@@ -52,31 +52,71 @@ def _judge(rule: Rule, index: Index, values: dict[str, str]) -> list[Finding]:
             for v in violations]
 
 
-def _unjudged(rule: Rule, index: Index, values: dict[str, str], exc: Exception) -> list[Finding]:
-    """A rule raised: the objects it raises on alone have a shape the rule cannot read (a null
-    container, a string for a list: lenient schemas let some through). Each is an error naming the
-    object, so the check fails closed, and the rule judges the rest. A failure that no single
-    object explains is our bug (exit 3)."""
-    found, unreadable = [], set()
-    for doc in index.docs:
-        try:
-            _judge(rule, Index([doc], index.ctx), values)
-        except ColocateError:
-            raise
-        except Exception as own:
-            unreadable.add(id(doc))
-            found.append(Finding(rule.id, "error", doc.file, doc.line, doc.kind, doc.namespace, doc.name, "",
-                                 f"the rule cannot judge this object ({type(own).__name__}: {own}): a field has "
-                                 "a shape the rule does not expect", "give every field the shape the Kubernetes API "
-                                 "documents for it (no null list items, lists where lists belong)"))
-    if not found:
-        raise exc
+def _raised(rule: Rule, docs: list[Doc], index: Index, values: dict[str, str]) -> Exception | None:
+    """What the rule raises on ``docs`` (None when it judges them)."""
     try:
-        return found + _judge(rule, Index([d for d in index.docs if id(d) not in unreadable], index.ctx), values)
+        _judge(rule, Index(docs, index.ctx), values)
     except ColocateError:
         raise
-    except Exception:
-        raise exc from None
+    except Exception as exc:
+        return exc
+    return None
+
+
+def _culprit(rule: Rule, base: list[Doc], docs: list[Doc], index: Index, values: dict[str, str]) -> Doc:
+    """One of ``docs`` without which the rule judges ``base`` with the rest, by halving: a few runs
+    of the rule, not one per object. Invariant: the rule judges ``base + keep`` and raises on
+    ``base + keep + candidates``."""
+    keep, candidates = [], list(docs)
+    while len(candidates) > 1:
+        first, second = candidates[:len(candidates) // 2], candidates[len(candidates) // 2:]
+        if _raised(rule, base + keep + second, index, values) is None:
+            keep, candidates = keep + second, first
+        elif _raised(rule, base + keep + first, index, values) is None:
+            keep, candidates = keep + first, second
+        else:  # the rule raises without first: an object of second suffices
+            candidates = second
+    return candidates[0]
+
+
+def _cannot_judge(rule: Rule, doc: Doc, exc: Exception, partner: Doc | None = None) -> Finding:
+    where = "this object" if partner is None else \
+        f"this object together with {partner.kind}/{partner.name} ({partner.file}:{partner.line})"
+    return Finding(rule.id, "error", doc.file, doc.line, doc.kind, doc.namespace, doc.name, "",
+                   f"the rule cannot judge {where} ({type(exc).__name__}: {exc}): a field "
+                   + ("has" if partner is None else "of one of them has") + " a shape the rule does not expect",
+                   "give every field the shape the Kubernetes API documents for it (no null list items, lists "
+                   "where lists belong)")
+
+
+def _unjudged(rule: Rule, index: Index, values: dict[str, str], exc: Exception) -> list[Finding]:
+    """A rule raised: the objects it raises on have a shape the rule cannot read (a null container,
+    a string for a list: lenient schemas let some through). Each is an error naming the object, so
+    the check fails closed, and the rule judges the rest. An object the rule reads well alone may
+    break it only with another (a LimitRange whose max is a string, met by the pods it bounds):
+    such an object is found by halving and named with the other. A failure that no object
+    explains is our bug (exit 3)."""
+    found, rest = [], []
+    for doc in index.docs:
+        own = _raised(rule, [doc], index, values)
+        if own is None:
+            rest.append(doc)
+        else:
+            found.append(_cannot_judge(rule, doc, own))
+    if _raised(rule, [], index, values) is not None:
+        raise exc  # it raises on nothing: no object is to blame
+    while rest:
+        joined = _raised(rule, rest, index, values)
+        if joined is None:
+            return found + _judge(rule, Index(rest, index.ctx), values)
+        culprit = _culprit(rule, [], rest, index, values)
+        # The rule judged the culprit alone: another object it meets there breaks it too.
+        partner = _culprit(rule, [culprit], [d for d in rest if d is not culprit], index, values)
+        found.append(_cannot_judge(rule, culprit, joined, partner))
+        rest = [d for d in rest if d is not culprit]
+    if not found:
+        raise exc
+    return found
 
 
 def evaluate(rules: Iterable[Rule], index: Index, timings: Timings | None = None,

@@ -100,7 +100,8 @@ def _field_lines_into(out: list[Finding], findings: list[Finding], wanted: dict[
 def suppressions(doc: Doc) -> list[tuple[str, str]]:
     """(rule id, reason) of an object's ``colocate.io/ignore`` annotation: entries separated by
     ``;`` or new lines, each ``RULE-ID: reason`` (the reason may be empty: rule COL010 says so)."""
-    text = (doc.metadata.get("annotations") or {}).get(IGNORE_ANNOTATION)
+    annotations = doc.metadata.get("annotations")
+    text = annotations.get(IGNORE_ANNOTATION) if isinstance(annotations, dict) else None
     out = []
     for entry in re.split(r"[;\n]", str(text or "")):
         rule, _, reason = entry.strip().partition(":")
@@ -112,7 +113,7 @@ def suppressions(doc: Doc) -> list[tuple[str, str]]:
 def _suppress(findings: list[Finding], docs: list[Doc]) -> tuple[list[Finding], list[tuple[Finding, str]]]:
     """Split findings into kept and suppressed (with the reason). Only entries with a reason count."""
     by_doc = {(d.file, d.line): dict((r, why) for r, why in suppressions(d) if why) for d in docs
-              if IGNORE_ANNOTATION in (d.metadata.get("annotations") or {})}
+              if suppressions(d)}
     kept, silenced = [], []
     for f in findings:
         reason = by_doc.get((f.file, f.line), {}).get(f.rule)

@@ -84,17 +84,27 @@ def node_selected(spec: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
 def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
     """A metav1.LabelSelector (matchLabels and matchExpressions) against a label set, as the
     API server evaluates it: ``{}`` matches everything, a null selector (``None``) nothing;
-    NotIn and DoesNotExist hold when the key is absent; an unknown operator never holds."""
-    if selector is None:
+    NotIn and DoesNotExist hold when the key is absent; an unknown operator never holds. A
+    selector of the wrong shape (a list where a mapping goes), which the API server refuses,
+    matches nothing; labels of the wrong shape are none."""
+    if not isinstance(selector, Mapping):
         return False
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+    match_labels, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
+    match_labels, expressions = {} if match_labels is None else match_labels, [] if expressions is None else expressions
+    if not isinstance(match_labels, Mapping) or not isinstance(expressions, list):
         return False
-    for expression in selector.get("matchExpressions") or []:
-        key, values = expression.get("key"), expression.get("values") or []
+    labels = labels if isinstance(labels, Mapping) else {}
+    if any(labels.get(k) != v for k, v in match_labels.items()):
+        return False
+    for expression in expressions:
+        if not isinstance(expression, Mapping) or not isinstance(expression.get("key"), str):
+            return False
+        key, values = expression["key"], expression.get("values") or []
+        values = values if isinstance(values, list) else []
         present = key in labels
         holds = {"In": present and labels.get(key) in values,
                  "NotIn": not present or labels.get(key) not in values,
-                 "Exists": present, "DoesNotExist": not present}.get(expression.get("operator"), False)
+                 "Exists": present, "DoesNotExist": not present}.get(str(expression.get("operator")), False)
         if not holds:
             return False
     return True

@@ -20,11 +20,16 @@ def _prometheuses(index: Index) -> list[Doc]:
     return [d for d in index.of_kind("Prometheus") if d.group == MONITORING_GROUP]
 
 
+def _mapping(value) -> dict:
+    """``value`` when it is a mapping, else empty (a spec of the wrong shape, which kubeconform reports)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _stack_applications(index: Index) -> list[tuple[str, str, dict, bool]]:
     """(release, namespace, spec, is_object) per Prometheus that selects monitors: every checked
     Prometheus object (its spec), and every kube-prometheus-stack Helm Application (its
     prometheusSpec values, which the chart turns into such an object)."""
-    out = [(d.name, d.namespace, d.obj.get("spec") or {}, True) for d in _prometheuses(index)]
+    out = [(d.name, d.namespace, _mapping(d.obj.get("spec")), True) for d in _prometheuses(index)]
     for doc in index.of_kind("Application"):
         spec = doc.obj.get("spec") or {}
         source = spec.get("source") or {}

@@ -50,3 +50,15 @@ def test_a_pod_names_its_pools_by_either_pool_label():
 ])
 def test_label_selectors_match_as_the_api_server_evaluates_them(selector, matches):
     assert selector_matches(selector, {"app": "a"}) is matches
+
+
+@pytest.mark.parametrize("selector", [
+    [], ["app"], {"matchLabels": []}, {"matchLabels": ["app"]}, {"matchExpressions": {"key": "app"}},
+    {"matchExpressions": [["app"]]}, {"matchExpressions": [{"key": ["app"], "operator": "Exists"}]},
+    {"matchExpressions": [{"key": "app", "operator": ["In"], "values": ["a"]}]},
+    {"matchExpressions": [{"key": "app", "operator": "In", "values": 5}]},
+])
+def test_a_selector_of_the_wrong_shape_matches_nothing_and_raises_nothing(selector):
+    """What the API server refuses (kubeconform says so) must not crash the rules that join on it."""
+    assert selector_matches(selector, {"app": "a"}) is False
+    assert selector_matches({}, ["app"]) is True  # labels of the wrong shape are none
