@@ -140,20 +140,6 @@ def _application_paths(index: Index) -> list[tuple[str, bool]]:
     return out
 
 
-def _indexed_applications(index: Index) -> dict[str, str]:
-    """Checked folder -> the Application a dist/ index (DistIndex) says syncs it. The index knows
-    its tree by its own folder, whatever that folder is called; an Application's path names the
-    tree as the repository does (dist/apps/x), which a copy or ``synth --outdir`` renames."""
-    out = {}
-    for dist_index in index.of_kind("DistIndex"):
-        root = PurePath(dist_index.file).parent
-        folders = dist_index.obj.get("folders")
-        for folder, entry in (folders.items() if isinstance(folders, dict) else ()):
-            if isinstance(folder, str) and isinstance(entry, dict) and isinstance(entry.get("argocdApplication"), str):
-                out[(root / folder).as_posix()] = entry["argocdApplication"]
-    return out
-
-
 def _too_big_for_annotation(doc) -> bool:
     return doc.is_api_object and doc.json_size > ANNOTATIONS_LIMIT
 
@@ -162,14 +148,14 @@ def _too_big_for_annotation(doc) -> bool:
 def too_big_for_client_side_apply(index: Index, rule: Rule) -> Iterator[Violation]:
     """Objects whose JSON does not fit the last-applied annotation, synced without server-side apply."""
     apps = _application_paths(index)
-    indexed = _indexed_applications(index)
-    server_side = {app.name for app in index.of_kind("Application") if _server_side(app)}
+    trees = _tree_names(index)
+    server_side = {folder.as_posix() for path, ssa in apps if ssa for _, folder in _checked_folders(trees, path)}
     for doc in index.api_objects():
         size = doc.json_size
         if size <= ANNOTATIONS_LIMIT or SERVER_SIDE_APPLY in sync_options(doc.metadata):
             continue
         folder = PurePath(doc.file).parent.as_posix()
-        if indexed.get(folder) in server_side:
+        if folder in server_side:
             continue
         if any(ssa and (folder == path or folder.endswith("/" + path)) for path, ssa in apps):
             continue
@@ -228,6 +214,15 @@ def _tree_names(index: Index) -> dict[PurePath, set[str]]:
     return out
 
 
+def _checked_folders(trees: dict[PurePath, set[str]], path: str) -> Iterator[tuple[PurePath, PurePath]]:
+    """(tree, folder): the folder an Application's source path names in each checked dist/ whose
+    name the path uses (_tree_names)."""
+    for root, names in trees.items():
+        rel = next((path[len(n) + 1:] for n in sorted(names) if path == n or path.startswith(n + "/")), None)
+        if rel is not None:
+            yield root, root.joinpath(rel)
+
+
 @reads("Application", "DistIndex", skeleton="first")
 def application_path_exists(index: Index, rule: Rule) -> Iterator[Violation]:
     """An Application whose folder of a checked dist/ (its DistIndex's folder: the Application's
@@ -239,11 +234,7 @@ def application_path_exists(index: Index, rule: Rule) -> Iterator[Violation]:
         return
     folders = {PurePath(d.file).parent for d in index.docs}
     for app, _, path, _ in _directory_sources(index):
-        for root, names in trees.items():
-            rel = next((path[len(n) + 1:] for n in sorted(names) if path == n or path.startswith(n + "/")), None)
-            if rel is None:
-                continue
-            folder = root.joinpath(rel)
+        for root, folder in _checked_folders(trees, path):
             if not any(f == folder or folder in f.parents for f in folders):
                 yield Violation(app, "spec.source.path", f"{path} holds no manifest in {root}")
 
