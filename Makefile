@@ -55,14 +55,14 @@ lint: bootstrap
 # kustomize) are built before the tests: minutes cold, a stamp check warm. `make synth` never waits
 # for them.
 test: bootstrap lint
-	$(PY) -m colocate.render_toolchain
+	$(PY) -m colocate.synth.renderers
 	$(PY) -m colocate.simulate.toolchain
 	$(PY) -m pytest $(XDIST) $(ARGS)
 
 # The edit loop: every test but the simulation's (nothing waits for its components) and those
 # marked slow (pyproject.toml markers), which make test and CI run.
 test-fast: bootstrap lint
-	$(PY) -m colocate.render_toolchain
+	$(PY) -m colocate.synth.renderers
 	$(PY) -m pytest $(XDIST) -m 'not simulate and not slow' $(ARGS)
 
 check: bootstrap
@@ -88,7 +88,7 @@ bench: bootstrap
 # test-fast build them first (tests/test_vendor_render.py, tests/test_upstream_render.py need them);
 # synth needs them only when a rendered folder's inputs changed (docs/gitops.md "Rendered manifests").
 render-tools: bootstrap
-	$(PY) -m colocate.render_toolchain
+	$(PY) -m colocate.synth.renderers
 
 # The vendored upstream trees against vendor/sources.yaml; re-vendor one with
 # scripts/vendor_refresh.py NAME --git-dir DIR [--tag TAG] (docs/third-party.md).

@@ -4,7 +4,7 @@ from __future__ import annotations
 from constructs import Construct
 
 from colocate.charts._base import ColocateChart
-from colocate.admission import API_SERVER_FLAGS, CONTROLLER_MANAGER_FLAGS
+from colocate.rules.admission import API_SERVER_FLAGS, CONTROLLER_MANAGER_FLAGS
 from colocate.constructs.control_plane import ControlPlane, ControlPlaneProps
 
 

@@ -17,7 +17,7 @@ from colocate.config import Config
 from colocate.charts._base import ColocateChart
 from colocate.charts.upstream import Rendered
 from colocate.constructs import dcgm_exporter as dcgm, kube_prometheus_stack as kps
-from colocate.upstream import HelmSource
+from colocate.synth.vendor_render import HelmSource
 from colocate.mixin import tfjob_state
 from colocate.constructs.colocation_mixin import ColocationMixin
 from colocate.mixin.config import MixinConfig

@@ -8,7 +8,7 @@ from constructs import Construct
 from colocate.charts._base import ColocateChart
 from colocate.config import Config
 from colocate.errors import InputError, PropError
-from colocate.layout import pool_folder
+from colocate.base.layout import pool_folder
 from colocate.constructs.containerd_config import ContainerdConfig, ContainerdConfigProps
 from colocate.constructs.node_pool import GPU_UDEV_RULE, GPU_UDEV_RULE_FILE, NodePool
 from colocate.model.pools import PAUSE_IMAGE, NodePoolProps

@@ -10,15 +10,15 @@ from colocate.config import Config
 from colocate.charts._base import ColocateChart
 from colocate.charts.upstream import Rendered
 from colocate.constructs import device_plugin as plugin
-from colocate.upstream import HelmSource
-from colocate import admission
-from colocate.rule_files import read_rules
+from colocate.synth.vendor_render import HelmSource
+from colocate.rules import admission
+from colocate.rules.files import read_rules
 from colocate.constructs.admission_policies import AdmissionPolicies
 from colocate.constructs.namespace import Namespace, NamespaceProps
 from colocate.constructs.node_pool import NodePool
 from colocate.constructs.priority_tiers import PriorityTiers
 from colocate.constructs.tenant_namespace import LimitRangeProps, TenantNamespace, TenantNamespaceProps
-from colocate import quantity
+from colocate.model import quantity
 from colocate.model.pools import Resources
 
 def pool_quota(pools: Sequence[NodePool], *, limits_memory: bool) -> dict[str, str]:

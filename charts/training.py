@@ -15,7 +15,7 @@ from colocate.constructs.image_prepull import ImagePrepull, ImagePrepullProps
 from colocate.constructs.node_pool import NodePool
 from colocate.constructs.tfjob import RoleSpec, TFJob, TFJobProps
 from colocate.errors import InputError, PropError
-from colocate.jobs import JobFile, file_path, file_words
+from colocate.synth.jobs import JobFile, file_path, file_words
 from colocate.model.names import GUARD_ANNOTATIONS
 from colocate.model.pools import PAUSE_IMAGE
 

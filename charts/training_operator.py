@@ -18,7 +18,7 @@ from colocate.model.cluster import Cluster
 from colocate.config import Config
 from colocate.charts._base import ColocateChart
 from colocate.charts.upstream import Rendered
-from colocate.upstream import KustomizeSource
+from colocate.synth.vendor_render import KustomizeSource
 from colocate.constructs.node_pool import NodePool
 from colocate.constructs.service_monitor import ServiceMonitor, ServiceMonitorProps
 from colocate.model.names import CLUSTER_CRITICAL, PROTECTED_ANNOTATIONS, TRAINING_OPERATOR_JOB

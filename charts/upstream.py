@@ -1,5 +1,5 @@
 """Upstream software rendered into dist/: a vendored Helm chart or kustomize overlay, rendered at
-synth time (colocate/upstream.py) into ``apps/<folder>/`` and synced by its own Application as
+synth time (colocate/synth/vendor_render.py) into ``apps/<folder>/`` and synced by its own Application as
 plain YAML (docs/gitops.md "Rendered manifests"). What Argo CD applies is then what ``check``
 judged and ``simulate`` ran, and the cluster needs no chart repository or GitHub.
 
@@ -14,12 +14,13 @@ from typing import Any, Sequence
 
 from constructs import Construct
 
-from colocate import goyaml, upstream, vendored
+from colocate.base import goyaml, vendored
+from colocate.synth import vendor_render
 from colocate.charts._base import AppSpec, ColocateChart
 from colocate.config import Config
 from colocate.constructs.argocd_application import git_directory
 from colocate.errors import InputError
-from colocate.layout import INDEX_FILE
+from colocate.base.layout import INDEX_FILE
 
 
 #: Objects rendered in this process, by inputs digest: a second build of the same inputs (diff's
@@ -39,7 +40,7 @@ class Rendered:
     name: str
     #: Folder under dist/apps/.
     folder: str
-    source: upstream.Source
+    source: vendor_render.Source
     #: The version colocate pins; the vendored tree must hold it.
     version: str
     wave: int
@@ -52,14 +53,14 @@ class Rendered:
 class RenderedChart(ColocateChart):
     """``dist/apps/<folder>/``: the rendered objects of one upstream source."""
 
-    def __init__(self, scope: Construct, row: Rendered, target: upstream.Target):
+    def __init__(self, scope: Construct, row: Rendered, target: vendor_render.Target):
         super().__init__(scope, row.folder, folder=f"apps/{row.folder}", labels=False)
         self.row, self.target = row, target
         tree = vendored.load()[row.source.tree]
         if tree.version != row.version:
             raise InputError(tree.path, "", f"holds {row.source.tree} {tree.version}, but colocate pins {row.version}; "
                              f"re-vendor it with scripts/vendor_refresh.py (docs/third-party.md)")
-        self.inputs = upstream.inputs_digest(row.source, target)
+        self.inputs = vendor_render.inputs_digest(row.source, target)
         #: Set by objects(): "rendered" or the dist/ folder the objects were read back from.
         self.origin: str | None = None
         #: Set by objects() when read back: each file's text (name -> text), as synth wrote it.
@@ -86,7 +87,7 @@ class RenderedChart(ColocateChart):
                 return objects
         self.origin, self.texts = "rendered", {}
         if self.inputs not in _RENDERED:
-            _RENDERED[self.inputs] = upstream.render(self.row.source, self.target)
+            _RENDERED[self.inputs] = vendor_render.render(self.row.source, self.target)
         return copy.deepcopy(_RENDERED[self.inputs])
 
     def to_json(self) -> list[Any]:
@@ -102,6 +103,6 @@ class RenderedChart(ColocateChart):
             files = {o["file"]: (tree / self.folder / o["file"]).read_text() for o in entry["objects"]}
         except Exception:  # noqa: BLE001 - any tree that does not read as recorded is re-rendered, never trusted
             return None
-        if upstream.output_digest(files) != record.get("output"):
+        if vendor_render.output_digest(files) != record.get("output"):
             return None
         return [goyaml.load_plain(text, f"{self.folder}/{name}") for name, text in sorted(files.items())], files

@@ -6,7 +6,7 @@ They are namespace folders (no ``__init__.py``), so with the root on ``sys.path`
 that cdk8s imports. pyproject.toml maps exactly these three to ``colocate.constructs``,
 ``colocate.charts`` and ``colocate.policies``: a wheel installs them there, and the editable
 install's finder maps them to the folders. Data files are read through importlib.resources
-(colocate.resources), so an installed colocate finds its rules and schemas.
+(colocate.base.data_files), so an installed colocate finds its rules and schemas.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 __version__ = "0.1.0"
 
 #: The checkout this package was imported from. In an installed wheel this is site-packages'
-#: parent and holds no colocate.yaml; code that needs the checkout asks colocate.resources.
+#: parent and holds no colocate.yaml; code that needs the checkout asks colocate.base.data_files.
 ROOT = Path(__file__).resolve().parent.parent
 
 #: The user's folders that become subpackages; nothing else of the root does.

@@ -7,9 +7,11 @@ from typing import Callable, Sequence
 
 from cdk8s import App
 
-from colocate import ROOT, config as config_mod, jobs as jobs_mod, render, upstream, vendored
+from colocate import ROOT, config as config_mod
+from colocate.synth import jobs as jobs_mod, write, vendor_render
+from colocate.base import vendored
 from colocate.errors import InputError
-from colocate.resources import repository
+from colocate.base.data_files import repository
 from colocate.model import cluster as cluster_mod
 from colocate.charts._base import ColocateChart
 from colocate.charts.gitops import ROOT_APP, ApplicationsChart, BootstrapChart
@@ -57,7 +59,7 @@ def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster 
         observability := ObservabilityChart(app, cluster),
         MonitoringChart(app, cluster, config, pools, dcgm_used_fields=observability.mixin.dcgm_fields()),
     ]
-    target = upstream.Target(config.kubernetes_version, served_api_versions(config))
+    target = vendor_render.Target(config.kubernetes_version, served_api_versions(config))
     app_charts += [RenderedChart(app, row, target) for chart in list(app_charts) for row in chart.rendered(config)]
     applications = ApplicationsChart(app, config, app_charts)
     # Last: the nodes' registry mirror serves every upstream image the charts above deploy.
@@ -79,13 +81,13 @@ def served_api_versions(config: config_mod.Config) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-def manifests(built: Built, reuse: Sequence[Path] = (DIST,)) -> list[render.Manifest]:
+def manifests(built: Built, reuse: Sequence[Path] = (DIST,)) -> list[write.Manifest]:
     """Synthesize every chart (cdk8s resolves patches and labels here); a rendered chart's objects
     are read back from the first tree of ``reuse`` that holds them unchanged, else rendered."""
     out = []
     for chart in built.charts:
         objects = chart.objects(reuse) if isinstance(chart, RenderedChart) else chart.to_json()
-        out.extend(render.Manifest(chart.folder, obj) for obj in objects)
+        out.extend(write.Manifest(chart.folder, obj) for obj in objects)
     return out
 
 
@@ -97,20 +99,20 @@ def render_files(built: Built, reuse: Sequence[Path] = (DIST,)) -> dict[str, str
     for chart in built.charts:
         if isinstance(chart, RenderedChart):
             # Dumped once (the writer takes these texts); files read back are their own text.
-            files = chart.texts or {m.filename: render.dump(render.canonical(m.obj)) for m in items
+            files = chart.texts or {m.filename: write.dump(write.canonical(m.obj)) for m in items
                                     if m.folder == chart.folder}
             texts.update({f"{chart.folder}/{name}": text for name, text in files.items()})
             rendered[chart.folder] = {"renderer": chart.row.source.renderer, "source": vendored_path(chart),
-                                      "inputs": chart.inputs, "output": upstream.output_digest(files)}
-    doc = render.index(items, built.config.release, built.config.kubernetes_version, apps, rendered)
+                                      "inputs": chart.inputs, "output": vendor_render.output_digest(files)}
+    doc = write.index(items, built.config.release, built.config.kubernetes_version, apps, rendered)
     extra = {f"{c.folder}/{path}": text for c in built.charts for path, text in c.extra_files.items()}
-    return render.render(items, doc, extra, texts)
+    return write.render(items, doc, extra, texts)
 
 
 def vendored_path(chart: RenderedChart) -> str:
     source = chart.row.source
     root = vendored.load()[source.tree].path
-    return f"{root}/{source.path}" if isinstance(source, upstream.KustomizeSource) else root
+    return f"{root}/{source.path}" if isinstance(source, vendor_render.KustomizeSource) else root
 
 
 def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path | None = None,
@@ -118,11 +120,11 @@ def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path |
           cluster: cluster_mod.Cluster | None = None) -> dict[str, str]:
     """Build, render and write dist/. Any error before the swap leaves ``outdir`` untouched.
     ``cluster`` replaces the reference cluster (the benchmarks' larger mixed pool)."""
-    render.check_outdir(outdir)  # before the minutes of building, not after
+    write.check_outdir(outdir)  # before the minutes of building, not after
     files = _render(config_path, jobs_dir, jobs_required, (outdir, DIST), cluster)
     _refuse_findings(files, outdir, config_path)
     try:
-        render.write_tree(files, outdir, on_swap)
+        write.write_tree(files, outdir, on_swap)
     except OSError as exc:  # a full disk, a folder made read-only meanwhile: the old tree stays
         raise InputError(str(outdir), "", f"could not write the new tree ({exc.strerror or exc}); the folder is "
                          "unchanged") from None
@@ -145,9 +147,9 @@ def _refuse_findings(files: dict[str, str], outdir: Path, config_path: Path | No
 
 
 def stale(outdir: Path = DIST, config_path: Path | None = None,
-          jobs_dir: Path | None = None, jobs_required: bool | None = None) -> render.TreeDiff:
+          jobs_dir: Path | None = None, jobs_required: bool | None = None) -> write.TreeDiff:
     """What ``synth`` would change in ``outdir``; writes nothing."""
-    return render.compare_tree(_render(config_path, jobs_dir, jobs_required, (outdir, DIST)), outdir)
+    return write.compare_tree(_render(config_path, jobs_dir, jobs_required, (outdir, DIST)), outdir)
 
 
 def _render(config_path: Path | None, jobs_dir: Path | None, jobs_required: bool | None = None,

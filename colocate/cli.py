@@ -71,7 +71,7 @@ def _synth_paths(args: argparse.Namespace) -> tuple[Path | None, Path, Path]:
     """(--config, output folder, jobs folder): the options given, else those of the repository
     (the nearest folder up with a colocate.yaml), else those next to --config. With neither,
     synth refuses: it would write the tool's own checkout."""
-    from colocate.resources import find_repository
+    from colocate.base.data_files import find_repository
 
     config = Path(args.config) if args.config else None
     home = find_repository()
@@ -131,7 +131,7 @@ def _check(args: argparse.Namespace) -> int:
 def _cache_folder(args: argparse.Namespace) -> Path | None:
     """The verdict cache's folder (--cache, else the user's cache folder); None with --no-cache.
     A --cache that cannot be one is bad input, said before anything is read or written."""
-    from colocate import verdict_cache
+    from colocate.checker import verdict_cache
 
     if args.no_cache:
         return None
@@ -169,7 +169,7 @@ def _renamed(result, old: str, new: str):
 def _outside_config() -> Path | None:
     """Outside any colocate repository (no colocate.yaml from here up), the packaged reference
     configuration, said in one line; None inside one (its colocate.yaml)."""
-    from colocate.resources import find_repository
+    from colocate.base.data_files import find_repository
 
     if find_repository() is not None:
         return None
@@ -183,7 +183,7 @@ def _outside_config() -> Path | None:
 
 def _init(args: argparse.Namespace) -> int:
     from colocate import config as config_mod
-    from colocate.resources import CONFIG_NAME
+    from colocate.base.data_files import CONFIG_NAME
 
     folder = Path(args.folder)
     target = folder / CONFIG_NAME
@@ -222,7 +222,7 @@ def _explain(rule_id: str, config: Path | None) -> int:
     print(f"{rule.id} {rule.name} ({rule.severity}, {rule.category})\n\n{rule.rationale}\n\n"
           f"Checks: {rule.message}\nFix: {rule.fix}")
     if rule.admission:
-        from colocate.admission import policy_name
+        from colocate.rules.admission import policy_name
 
         print(f"Admission: also enforced by the API server, ValidatingAdmissionPolicy "
               f"{policy_name(rule)}, when colocate.yaml sets admission.policies: true"
@@ -234,10 +234,10 @@ def _explain(rule_id: str, config: Path | None) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from colocate.review import capacity, diff, formats
+    from colocate.review import usage, diff, formats
 
     config = Path(args.config) if args.config else None
-    pools = None if args.no_capacity else (lambda: capacity.reference_pools(config))
+    pools = None if args.no_capacity else (lambda: usage.reference_pools(config))
     result = diff.review(Path.cwd(), args.base, args.head, dist=args.dist, config_path=config,
                          with_policy=not args.no_policy, pools=pools)
     sys.stdout.write(formats.FORMATS[args.format](result))
@@ -245,15 +245,15 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _capacity(args: argparse.Namespace) -> int:
-    from colocate.review import capacity, formats, quota
+    from colocate.review import usage, formats, quota
 
     if not Path(args.path).is_dir():
         raise InputError(args.path, "", "no such folder: name a dist/ folder")
-    docs = capacity.api_objects(Path(args.path))
+    docs = usage.api_objects(Path(args.path))
     if not docs:
         raise InputError(args.path, "", "no Kubernetes objects found: name a dist/ folder")
-    pools = capacity.reference_pools(Path(args.config) if args.config else None)
-    usage, uses = capacity.usage(docs, pools), quota.uses(docs, pools)
+    pools = usage.reference_pools(Path(args.config) if args.config else None)
+    usage, uses = usage.usage(docs, pools), quota.uses(docs, pools)
     sys.stdout.write(formats.CAPACITY_FORMATS[args.format](usage, uses))
     helm = sorted(d.name for d in docs if d.kind == "Application" and _renders_helm(d.obj))
     if helm:
@@ -282,7 +282,7 @@ def _report(args: argparse.Namespace) -> int:
     from colocate.report import formats as report_formats, headline
     from colocate.mixin.config import MixinConfig
     from colocate.model.cluster import reference
-    from colocate.prometheus_api import Prometheus
+    from colocate.report.prometheus_api import Prometheus
 
     prom = Prometheus(args.prometheus)
     end = headline.instant(args.until)
@@ -295,12 +295,13 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _offline(args: argparse.Namespace) -> int:
-    from colocate import config as config_mod, offline
+    from colocate import config as config_mod
+    from colocate.incluster import offline
     from colocate.model.cluster import reference
 
     if not args.namespace:
         args.namespace = reference(config_mod.load(Path(args.config)) if args.config else config_mod.load()).training_namespace
-    from colocate.kube import TFJobs, api_client
+    from colocate.incluster.kube import TFJobs, api_client
 
     changes = offline.run(TFJobs(api_client(args.kubeconfig)), args.namespace, args.action, args.dry_run)
     for change in changes:
@@ -311,7 +312,7 @@ def _offline(args: argparse.Namespace) -> int:
 
 
 def _resubmitter(args: argparse.Namespace) -> int:
-    from colocate.resubmit import main, policy
+    from colocate.incluster.resubmit import main, policy
 
     for name in ("max_resubmissions", "metrics_port"):
         if getattr(args, name) < 0:
@@ -539,7 +540,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _root() -> Path:
-    from colocate.resources import repository
+    from colocate.base.data_files import repository
 
     return repository()
 

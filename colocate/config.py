@@ -18,15 +18,15 @@ import yaml
 if TYPE_CHECKING:
     import jsonschema
 
-from colocate import safe_yaml
+from colocate.base import safe_yaml
 from colocate.errors import InputError
 from colocate.model.scheduling import ImageRef
-from colocate.resources import CONFIG_NAME, data_path, display, repository
+from colocate.base.data_files import CONFIG_NAME, data_path, display, repository
 
 #: colocate's own image, built from the Dockerfile at the repository root.
 COLOCATE_IMAGE_NAME = "colocate"
 
-_SCHEMA = json.loads(data_path("colocate", "schemas", "config.schema.json").read_text())
+_SCHEMA = json.loads(data_path("colocate.base", "data", "schemas", "config.schema.json").read_text())
 
 
 @dataclass(frozen=True)
@@ -387,18 +387,18 @@ def reference_path() -> Path:
     """The reference configuration shipped in the package (a copy of the repository's
     colocate.yaml, tests/test_packaging.py keeps them equal): what ``check`` uses outside any
     colocate repository, and what ``colocate init`` writes."""
-    return data_path("colocate", "reference", CONFIG_NAME)
+    return data_path("colocate.base", "data", "reference", CONFIG_NAME)
 
 
 def default_path() -> Path:
-    """colocate.yaml of the working repository (colocate.resources.repository)."""
+    """colocate.yaml of the working repository (colocate.base.data_files.repository)."""
     return repository() / CONFIG_NAME
 
 
 def _served(version: str, file: str) -> None:
     """kubernetesVersion must be one the schemas check and synth validate against know (the PyPI
     package kubernetes-validate ships one folder per version), else it fails only in check."""
-    from colocate.schema_cache import kubernetes_validate_dir
+    from colocate.base.schema_cache import kubernetes_validate_dir
 
     folder = kubernetes_validate_dir()
     if folder.is_dir() and not (folder / f"v{version}-local-strict").is_dir():

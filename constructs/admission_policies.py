@@ -1,13 +1,13 @@
 """AdmissionPolicies: a ValidatingAdmissionPolicy and its binding per rule that judges an object
-on its own (colocate/admission.py builds them from the rules' ``admission:`` CEL; docs/admission.md)."""
+on its own (colocate/rules/admission.py builds them from the rules' ``admission:`` CEL; docs/admission.md)."""
 from __future__ import annotations
 
 from typing import Iterable
 
 from constructs import Construct
 
-from colocate import admission
-from colocate.rule_files import Rule
+from colocate.rules import admission
+from colocate.rules.files import Rule
 from colocate.constructs._k8s import emit
 
 

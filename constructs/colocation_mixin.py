@@ -1,7 +1,7 @@
 """The colocation mixin: alerts, recording rules and dashboards from ONE object.
 
 Like kubernetes-mixin: ``colocate/mixin/config.py`` configures every job selector, label name,
-threshold and namespace once (``MixinConfig``); ``rules.py``, ``alerts.py`` and
+threshold and namespace once (``MixinConfig``); ``recording_rules.py``, ``alerts.py`` and
 ``dashboards.py`` and ``routing.py`` build from it; this class sums them. Consumers read
 ``alerts``, ``recording_rules``, ``rule_groups``, ``dashboards``, ``dcgm_fields()`` and
 ``alertmanager_config()``.
@@ -15,8 +15,8 @@ from colocate.mixin.alerts import Alerts
 from colocate.mixin.config import PARSE_VALUES, MixinConfig, metric_names
 from colocate.mixin.dashboards import Dashboards
 from colocate.mixin.routing import Routing
-from colocate.mixin.rules import RecordingRules
-from colocate.grafana import expand_variables, panel_queries
+from colocate.mixin.recording_rules import RecordingRules
+from colocate.promql.grafana import expand_variables, panel_queries
 
 
 class ColocationMixin(RecordingRules, Alerts, Dashboards, Routing):

@@ -20,7 +20,7 @@ from typing import Mapping
 
 from constructs import Construct
 
-from colocate import toml_writer
+from colocate.base import toml_writer
 from colocate.errors import PropError
 from colocate.model.pools import CONTAINERD_CERTS_DIR, CONTAINERD_DROP_IN
 from colocate.model.scheduling import DEFAULT_REGISTRY, ImageRef

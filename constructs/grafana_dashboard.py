@@ -18,7 +18,7 @@ from constructs import Construct
 from colocate.errors import PropError
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label
-from colocate.grafana import panels
+from colocate.promql.grafana import panels
 from colocate.model.names import DASHBOARD_SIDECAR_LABEL as SIDECAR_LABEL, GRAFANA_SCHEMA_VERSION, GRAFANA_VERSION, SYNC_OPTIONS
 
 #: Kubernetes refuses a ConfigMap whose data exceeds 1 MiB.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.model.validate import check_dns_label, check_labels, check_required_labels
 from colocate.model.names import (CLUSTER_CRITICAL, IGNORE_ANNOTATION, DASHBOARD_SIDECAR_LABEL, DASHBOARD_SIDECAR_LABEL_VALUE, JOB_NAME_LABEL, NAME_LABEL,
                                   NODE_CRITICAL, POOL_LABEL, REPLICA_TYPE_LABEL, kps_fullname)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from constructs import Construct
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.constructs._k8s import emit
 from colocate.model import pool_facts
 from colocate.model.pools import PATCHES_DIR, NodePoolProps, Resources

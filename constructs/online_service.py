@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 from constructs import Construct
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.errors import PropError
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label, check_image, check_pull_secret, check_required_labels, pull_secrets

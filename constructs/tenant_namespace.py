@@ -11,7 +11,7 @@ from typing import Literal, Mapping, Sequence
 
 from constructs import Construct
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.errors import PropError
 from colocate.constructs._k8s import emit
 from colocate.constructs.namespace import PSA_LEVELS, Namespace, NamespaceProps

@@ -17,7 +17,7 @@ from typing import Literal, Mapping, Sequence
 
 from constructs import Construct
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns1035_label, check_dns_label, check_image, check_pull_secret, pull_secrets
 from colocate.constructs.node_pool import NodePool

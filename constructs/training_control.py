@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 
 from constructs import Construct
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.config import Schedule
 from colocate.constructs._k8s import emit
 from colocate.constructs.node_pool import NodePool
@@ -33,9 +33,9 @@ IMAGE_UID = 10001
 #: ``colocate resubmitter --metrics-port``: prometheus_client's HTTP server, ``/metrics``.
 METRICS_PORT = 8080
 METRICS_PORT_NAME = "metrics"
-#: Rules the resubmitter needs in each training namespace (colocate/resubmit/): it watches pods
+#: Rules the resubmitter needs in each training namespace (colocate/incluster/resubmit/): it watches pods
 #: for the disruption evidence (kopf's watch, and a list of a job's pods), watches, patches,
-#: deletes and re-creates TFJobs (colocate/kube.py TFJobs), and creates a new core Event for each
+#: deletes and re-creates TFJobs (colocate/incluster/kube.py TFJobs), and creates a new core Event for each
 #: Resubmitted / ResubmissionGivenUp (controller.py ``_event``; kopf's own posting is off). Only
 #: the verbs those calls use: no Event patch, no events.k8s.io.
 RESUBMITTER_RULES = (
@@ -45,7 +45,7 @@ RESUBMITTER_RULES = (
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
 )
 #: ``colocate offline pause|resume`` lists the TFJobs of a namespace and merge-patches
-#: ``spec.runPolicy.suspend`` and one annotation (colocate/offline.py); get for a retry. Resume
+#: ``spec.runPolicy.suspend`` and one annotation (colocate/incluster/offline.py); get for a retry. Resume
 #: lists a paused job's pods and waits until they are gone (a terminating pod fails the job).
 SCHEDULE_RULES = (
     {"apiGroups": [TFJOB_GROUP], "resources": [TFJOB_PLURAL], "verbs": ["get", "list", "patch"]},

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import yaml
 
-from colocate import app, config as config_mod, quantity
-from colocate.go_builds import environment
+from colocate import app, config as config_mod
+from colocate.model import quantity
+from colocate.base.go_builds import environment
 from colocate.model import cluster as cluster_mod
 from colocate.model.pools import Resources
 

@@ -42,8 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from colocate import kubeconform  # noqa: E402
-from colocate.go_builds import environment  # noqa: E402
+from colocate.checker import kubeconform  # noqa: E402
+from colocate.base.go_builds import environment  # noqa: E402
 
 CHECKOV_VERSION = "3.3.30"
 CHECKOV_VENV = ROOT / ".bench" / "checkov-venv"
@@ -194,7 +194,7 @@ def row(target: Path, runs: int, with_checkov: bool, work: Path) -> dict:
 
 def startup() -> float:
     """Median wall time of importing what `colocate check` imports, in a fresh interpreter."""
-    code = "import colocate.cli, colocate.checker, colocate.checker.formats, colocate.verdict_cache"
+    code = "import colocate.cli, colocate.checker, colocate.checker.formats, colocate.checker.verdict_cache"
     return statistics.median(measure([sys.executable, "-c", code])[0] for _ in range(5))
 
 

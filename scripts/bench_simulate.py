@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from colocate.simulate import toolchain
-from colocate.go_builds import environment
+from colocate.base.go_builds import environment
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import synth_command, timed, write_jobs  # noqa: E402  (the synth benchmark's jobs and their cluster)

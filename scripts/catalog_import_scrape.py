@@ -36,7 +36,7 @@ from catalog_import_ksm import CATALOG, ROOT, insert  # noqa: E402
 
 from colocate import config  # noqa: E402
 from colocate.simulate import run, scenario  # noqa: E402
-from colocate.simulate.control_plane import free_port  # noqa: E402
+from colocate.simulate.local_cluster import free_port  # noqa: E402
 
 _TYPE = re.compile(r"^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (\w+)$")
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s")

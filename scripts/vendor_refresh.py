@@ -35,7 +35,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from colocate import ROOT  # noqa: E402
-from colocate import vendored  # noqa: E402
+from colocate.base import vendored  # noqa: E402
 
 LICENCE_NAMES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "COPYING", "NOTICE", "NOTICE.txt", "NOTICE.md")
 HEADER = """\

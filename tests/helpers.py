@@ -9,8 +9,9 @@ from pathlib import Path
 from types import ModuleType
 
 
-from colocate import ROOT, safe_yaml
-from colocate.go_builds import environment
+from colocate import ROOT
+from colocate.base import safe_yaml
+from colocate.base.go_builds import environment
 
 VENV_BIN = Path(sys.executable).parent
 #: The suite reads dist/ again and again, with the package's libyaml loader.

@@ -1,4 +1,4 @@
-"""The generated ValidatingAdmissionPolicies (colocate/admission.py, docs/admission.md), without
+"""The generated ValidatingAdmissionPolicies (colocate/rules/admission.py, docs/admission.md), without
 a cluster: which rules are enforced, what synth writes with the option on and off, and what
 `colocate rules` says. The real API server judges them in tests/simulate/test_admission.py."""
 from __future__ import annotations
@@ -9,7 +9,8 @@ import json
 import pytest
 import yaml
 
-from colocate import ROOT, admission, app, checker, config
+from colocate import ROOT, app, checker, config
+from colocate.rules import admission
 from tests.helpers import colocate, yaml_load
 
 DIST = ROOT / "dist"

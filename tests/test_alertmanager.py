@@ -29,7 +29,7 @@ from colocate.mixin.routing import CHAT, HEARTBEAT, NULL, PAGER, SECRETS_DIR, Re
 from colocate.errors import InputError, PropError
 from colocate.model import cluster as cluster_mod
 from colocate.model.names import CRITICAL, INFO, SEVERITIES, WARNING
-from colocate.simulate.control_plane import free_port
+from colocate.simulate.local_cluster import free_port
 from tests.helpers import chart_values, stop, wait_ready, yaml_load
 
 DIST = ROOT / "dist"

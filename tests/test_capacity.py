@@ -7,8 +7,9 @@ from collections import defaultdict
 from decimal import Decimal
 
 
-from colocate import ROOT, config as config_mod, quantity
-from colocate.review import capacity
+from colocate import ROOT, config as config_mod
+from colocate.model import quantity
+from colocate.review import usage as capacity
 from pathlib import Path
 from colocate.model.cluster import reference
 from tests.helpers import colocate, yaml_load

@@ -14,7 +14,8 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from colocate import checker, verdict_cache
+from colocate import checker
+from colocate.checker import verdict_cache
 from colocate.checker import formats as report
 from colocate.errors import ColocateError
 from colocate.model.names import IGNORE_ANNOTATION, TIER_LABEL
@@ -388,7 +389,7 @@ def test_timings_say_what_the_cache_did_and_no_cache_uses_none(tmp_path):
 def test_concurrent_runs_share_one_cache(tmp_path):
     """Entries are written whole (a temporary file renamed into place): runs side by side read
     only whole entries and agree."""
-    from colocate.go_builds import environment
+    from colocate.base.go_builds import environment
     from tests.helpers import VENV_BIN
 
     tree, cache = tmp_path / "dist", tmp_path / "cache"

@@ -1,4 +1,4 @@
-"""Shipped data read once per installation (colocate/compiled.py): the kept form gives what a
+"""Shipped data read once per installation (colocate/base/compiled.py): the kept form gives what a
 parse gives, and a stale, corrupt or unkeepable one is never used."""
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from colocate import compiled, goyaml, rule_files
+from colocate.base import compiled, goyaml
+from colocate.rules import files as rule_files
 from colocate.errors import InputError
 
 # The module, not the function colocate.promql re-exports under the same name.

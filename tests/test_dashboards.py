@@ -13,7 +13,7 @@ from colocate.constructs.colocation_mixin import ColocationMixin, dcgm_fields
 from colocate.mixin.config import PARSE_VALUES, MixinConfig, metric_names, sanitize_label
 from colocate.model.names import POOL_LABEL
 from colocate.constructs.grafana_dashboard import from_configmap
-from colocate.grafana import expand_variables, panel_queries, panels
+from colocate.promql.grafana import expand_variables, panel_queries, panels
 
 CADVISOR = ("container_cpu_usage_seconds_total", "container_memory_working_set_bytes")
 
@@ -172,7 +172,7 @@ def test_the_dashboard_uid_does_not_change_with_its_title():
 def test_dashboards_are_already_in_the_shape_of_grafanas_schema_version(rendered):
     """schemaVersion 38 tells Grafana 10.2 to skip its migrations, so the JSON must already be what
     they would produce: 37 gives every legend showLegend, 38 moves table cell displayMode to cellOptions."""
-    from colocate.grafana import walk_panels
+    from colocate.promql.grafana import walk_panels
 
     legends = 0
     for path, board in shipped_dashboards(rendered).items():

@@ -8,7 +8,9 @@ import shutil
 import pytest
 import yaml
 
-from colocate import ROOT, app, config as config_mod, kubeconform, render
+from colocate import ROOT, app, config as config_mod
+from colocate.checker import kubeconform
+from colocate.synth import write as render
 from tests.helpers import colocate, repo_copy, run, yaml_load
 
 DIST = ROOT / "dist"

@@ -1,10 +1,11 @@
-"""dist/'s layout has one owner (colocate/layout.py): the files synth writes are where it says, and
+"""dist/'s layout has one owner (colocate/base/layout.py): the files synth writes are where it says, and
 the messages that tell the user where NodePool descriptions are name the file synth writes."""
 from __future__ import annotations
 
 import pytest
 
-from colocate import ROOT, config as config_mod, layout
+from colocate import ROOT, config as config_mod
+from colocate.base import layout
 from colocate.errors import InputError
 from colocate.model import pool_facts
 from colocate.model.cluster import reference

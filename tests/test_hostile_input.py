@@ -182,7 +182,7 @@ def test_diff_names_an_inversion_as_dangerous(tmp_path):
 
 
 def test_synth_refuses_a_dist_holding_user_files_and_touches_nothing(tmp_path):
-    from colocate import render
+    from colocate.synth import write as render
 
     out = tmp_path / "dist"
     ran(colocate("synth", "--config", CONFIG, "--outdir", str(out), cwd=tmp_path), 0)
@@ -198,7 +198,7 @@ def test_synth_refuses_a_dist_holding_user_files_and_touches_nothing(tmp_path):
 
 
 def test_an_index_written_before_it_listed_extra_files_keeps_only_containerds_files_ours(tmp_path):
-    from colocate import render
+    from colocate.synth import write as render
 
     out = tmp_path / "dist"
     ran(colocate("synth", "--config", CONFIG, "--outdir", str(out), cwd=tmp_path), 0)
@@ -275,7 +275,7 @@ def test_a_fifo_in_the_jobs_folder_is_bad_input_not_a_hang(tmp_path):
 
 def colocate_timeout(cwd: Path, *args: str, seconds: float = 60) -> subprocess.CompletedProcess:
     from tests.helpers import VENV_BIN
-    from colocate.go_builds import environment
+    from colocate.base.go_builds import environment
 
     return subprocess.run([str(VENV_BIN / "colocate"), *args], cwd=cwd, env=environment(), capture_output=True,
                           text=True, timeout=seconds)
@@ -302,7 +302,8 @@ def test_a_job_link_out_of_the_folder_is_refused_and_its_content_never_shown(tmp
 
 
 def test_synth_outside_a_repository_refuses_and_writes_nothing(tmp_path):
-    from colocate import ROOT, render
+    from colocate import ROOT
+    from colocate.synth import write as render
 
     before = render.read_tree(ROOT / "dist")
     stamp = (ROOT / "dist" / "index.yaml").stat().st_mtime_ns
@@ -400,8 +401,8 @@ def test_ctrl_c_during_synth_says_which_tree_is_in_place(tmp_path):
     import os
     import signal
     import time
-    from colocate import render
-    from colocate.go_builds import environment
+    from colocate.synth import write as render
+    from colocate.base.go_builds import environment
     from tests.helpers import VENV_BIN
 
     out = tmp_path / "dist"
@@ -447,7 +448,7 @@ def test_ctrl_c_during_synth_says_which_tree_is_in_place(tmp_path):
 
 _WRITER = """
 import sys
-from colocate import render
+from colocate.synth import write as render
 items = [render.Manifest(f"apps/a{i % 7}", {"apiVersion": "v1", "kind": "ConfigMap",
          "metadata": {"name": f"c{i}", "namespace": "a"}, "data": {"who": sys.argv[2]}}) for i in range(int(sys.argv[3]))]
 render.write_tree(render.render(items, render.index(items, "1.0.0", "1.28.0", {})), __import__("pathlib").Path(sys.argv[1]))
@@ -458,7 +459,7 @@ render.write_tree(render.render(items, render.index(items, "1.0.0", "1.28.0", {}
 def test_two_writers_at_once_both_finish_and_leave_one_whole_tree(tmp_path):
     import sys
     import time
-    from colocate import render
+    from colocate.synth import write as render
 
     out = tmp_path / "dist"
     def start(who: str, count: int) -> subprocess.Popen:
@@ -765,7 +766,7 @@ def test_a_yaml_boolean_where_a_name_belongs_gets_a_quote_it_hint(tmp_path):
 def test_check_reads_manifests_from_stdin(tmp_path):
     import subprocess as sp
     from tests.helpers import VENV_BIN
-    from colocate.go_builds import environment
+    from colocate.base.go_builds import environment
 
     text = yaml.safe_dump_all([deployment(replicas="three")])
     proc = sp.run([str(VENV_BIN / "colocate"), "check", "-", "--format", "json"], input=text, cwd=tmp_path,

@@ -19,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from colocate import ROOT, cli
-from colocate.go_builds import environment
+from colocate.base.go_builds import environment
 from tests.helpers import colocate, VENV_BIN, yaml_load_all
 
 FIXTURES = ROOT / "tests" / "policies" / "fixtures"

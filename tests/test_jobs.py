@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from colocate import ROOT, app, config as config_mod, jobs
+from colocate import ROOT, app, config as config_mod
+from colocate.synth import jobs
 from colocate.errors import InputError
 from colocate.model import names
 from tests.helpers import colocate, yaml_load
@@ -215,7 +216,7 @@ def _walk(node, path=""):
 def test_no_regular_expression_reaches_a_user(schema):
     """Every keyword whose own message would show a regular expression or a sub-schema carries an
     errorMessage in words: users of the job file and colocate.yaml never read a pattern."""
-    doc = yaml_load((ROOT / "colocate" / "schemas" / schema).read_text())
+    doc = yaml_load((ROOT / "colocate" / "base" / "data" / "schemas" / schema).read_text())
     missing = []
     for path, node in _walk(doc):
         explained = node.get("errorMessage")

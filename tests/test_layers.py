@@ -78,3 +78,63 @@ def test_every_module_of_the_package_is_on_a_layer():
     children |= {f"colocate.{folder}" for folder in ("constructs", "charts", "policies")}
     assert children - listed == set(), "add these to a line of [tool.importlinter]'s layers in pyproject.toml"
     assert listed - children == set(), "these layers name no module"
+
+
+def test_a_new_module_takes_the_line_of_its_folder(tmp_path):
+    """No contract edit for a new module: one added under base/ is held to base's line."""
+    root = _copy_sources(tmp_path / "tree")
+    (root / "colocate" / "base" / "new_helper.py").write_text(
+        "from __future__ import annotations\n\nimport colocate.checker.formats  # noqa\n")
+    code, out = _lint_imports(root)
+    assert code == 1, out
+    assert "colocate.base.new_helper -> colocate.checker.formats" in out, out
+
+
+def _contract_lines() -> list[list[str]]:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = next(c for c in config["contracts"] if c["type"] == "colocate_layers")["layers"]
+    return [[name.strip() for name in line.replace("|", ":").split(":")] for line in layers]
+
+
+def _diagram() -> list[str]:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    block = text.split("## Layers", 1)[1].split("```", 2)[1]
+    return block.splitlines()
+
+
+def _diagram_path(module: str) -> str:
+    tail = module.removeprefix("colocate.")
+    if tail in ("constructs", "charts", "policies"):
+        return f"{tail}/"
+    return f"colocate/{tail}.py" if (ROOT / "colocate" / f"{tail}.py").is_file() else f"colocate/{tail}/"
+
+
+def test_the_architecture_picture_is_the_contract():
+    """docs/architecture.md's layer picture names every line's packages, top to bottom in the
+    contract's order, and nothing the tree lacks."""
+    diagram = _diagram()
+    last = -1
+    for line in _contract_lines():
+        rows = set()
+        for module in line:
+            path = _diagram_path(module)
+            found = [i for i, row in enumerate(diagram) if f" {path}" in f" {row}"]
+            assert found, f"docs/architecture.md's layer picture does not name {path}"
+            rows.add(found[0])
+        assert min(rows) > last, f"docs/architecture.md puts {line} above a line the contract puts higher"
+        last = max(rows)
+
+
+def test_every_colocate_path_the_guides_name_exists():
+    import re
+
+    for guide in ("docs/architecture.md", "CONTRIBUTING.md"):
+        for path in sorted(set(re.findall(r"colocate/[\w/.]*[\w/]", (ROOT / guide).read_text()))):
+            assert (ROOT / path).exists(), f"{guide} names {path}, which is not in the tree"
+
+
+def test_the_top_of_the_package_stays_small():
+    entries = {p.name for p in (ROOT / "colocate").iterdir() if p.name != "__pycache__"}
+    assert len(entries) <= 17, sorted(entries)

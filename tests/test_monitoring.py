@@ -7,7 +7,8 @@ import re
 import yaml
 
 from tests.helpers import chart_values, yaml_load
-from colocate import ROOT, app, checker, config as config_mod, kubeconform
+from colocate import ROOT, app, checker, config as config_mod
+from colocate.checker import kubeconform
 from colocate.constructs import kube_prometheus_stack as kps
 from colocate.model.scheduling import selector_matches as matches
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 
 
-from colocate import ROOT, offline
+from colocate import ROOT
+from colocate.incluster import offline
 from tests.helpers import colocate, yaml_load
 
 #: A reference TFJob as synthesized, given live state below.

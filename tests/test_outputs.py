@@ -11,8 +11,9 @@ import subprocess
 import jsonschema
 import pytest
 
-from colocate import ROOT, checker, manifests
-from colocate.go_builds import environment
+from colocate import ROOT, checker
+from colocate.checker import manifests
+from colocate.base.go_builds import environment
 from tests.helpers import VENV_BIN, colocate
 
 SCHEMA_FILE = ROOT / "tests/fixtures/sarif/sarif-schema-2.1.0.json"

@@ -14,7 +14,7 @@ import pytest
 
 from colocate import ROOT
 from colocate.checker import load_rules
-from colocate.go_builds import environment
+from colocate.base.go_builds import environment
 from tests.helpers import run
 
 _PLANTED = """\

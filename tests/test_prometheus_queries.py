@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from colocate.mixin.config import PARSE_VALUES
-from colocate.grafana import expand_variables, panel_queries
-from colocate.simulate.control_plane import free_port
+from colocate.promql.grafana import expand_variables, panel_queries
+from colocate.simulate.local_cluster import free_port
 from tests.fixtures.series import generate
 from tests.test_alerts import shipped_rule_files
 from tests.test_dashboards import shipped_dashboards

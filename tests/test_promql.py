@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from colocate import checker, config, promql
-from colocate.manifests import Doc
+from colocate.checker.manifests import Doc
 from tests.helpers import colocate, yaml_load
 
 FIXTURES = Path(__file__).parent / "policies" / "fixtures"

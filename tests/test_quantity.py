@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from colocate import quantity
+from colocate.model import quantity
 
 
 @pytest.mark.parametrize("text, milli", [("1", 1000), ("500m", 500), ("1.5", 1500), ("0.1", 100), ("2k", 2_000_000)])

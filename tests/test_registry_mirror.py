@@ -10,7 +10,8 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-from colocate import ROOT, app, config as config_mod, manifests
+from colocate import ROOT, app, config as config_mod
+from colocate.checker import manifests
 from colocate.constructs import kube_prometheus_stack as kps
 from colocate.errors import InputError
 from colocate.model.pools import CONTAINERD_CERTS_DIR, CONTAINERD_DROP_IN, PAUSE_IMAGE

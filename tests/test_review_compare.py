@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from colocate import ROOT, app, config as config_mod, manifests, render
-from colocate.review import capacity, compare, danger, formats, tree
+from colocate import ROOT, app, config as config_mod
+from colocate.checker import manifests
+from colocate.synth import write as render
+from colocate.review import usage as capacity, compare, danger, formats, tree
 from colocate.review.diff import Review, compare_trees
 from tests.helpers import yaml_load
 

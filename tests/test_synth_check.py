@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import shutil
 
-from colocate import ROOT, render
+from colocate import ROOT
+from colocate.synth import write as render
 from tests.helpers import colocate
 
 DIST = ROOT / "dist"

@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from colocate import ROOT, config as config_mod, render
+from colocate import ROOT, config as config_mod
+from colocate.synth import write as render
 from colocate.errors import InputError, PropError
 from colocate.model.cluster import reference
 from tests.helpers import colocate
@@ -147,7 +148,7 @@ def test_a_failed_second_rename_puts_the_old_tree_back(tmp_path, monkeypatch):
 _WRITER = textwrap.dedent("""
     import json, sys
     from pathlib import Path
-    from colocate import render
+    from colocate.synth import write as render
     files = json.loads(Path(sys.argv[2]).read_text())
     print("ready", flush=True)
     render.write_tree(files, Path(sys.argv[1]))

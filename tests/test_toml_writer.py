@@ -5,7 +5,7 @@ import tomllib
 
 import pytest
 
-from colocate import toml_writer
+from colocate.base import toml_writer
 
 
 def test_a_nested_document_round_trips_with_sorted_keys_and_quoted_dotted_keys():

@@ -7,7 +7,8 @@ import shutil
 
 import pytest
 
-from colocate import ROOT, app, config as config_mod, kubeconform
+from colocate import ROOT, app, config as config_mod
+from colocate.checker import kubeconform
 from colocate.errors import InputError
 from tests.helpers import colocate, yaml_load
 

@@ -1,5 +1,5 @@
 """The vendored charts and the training-operator overlay, rendered at synth time into
-dist/apps/<release>/ (colocate/upstream.py, charts/upstream.py; docs/gitops.md "Rendered manifests").
+dist/apps/<release>/ (colocate/synth/vendor_render.py, charts/upstream.py; docs/gitops.md "Rendered manifests").
 
 The committed files are what the real renderers give with our values (rendered afresh here, with
 bin/helm and bin/kustomize, which `make test` builds); synth reads them back only while their
@@ -11,10 +11,11 @@ import shutil
 
 import pytest
 
-from colocate import ROOT, app, upstream
+from colocate import ROOT, app
+from colocate.synth import vendor_render as upstream
 from colocate.charts.upstream import RenderedChart
 from colocate.errors import InputError
-from colocate.layout import INDEX_FILE
+from colocate.base.layout import INDEX_FILE
 from tests.helpers import yaml_load
 
 DIST = ROOT / "dist"
@@ -104,10 +105,10 @@ def test_added_annotations_join_the_chart_lists_and_an_unknown_target_is_an_erro
 
 
 def test_a_missing_renderer_says_how_to_build_it(built, monkeypatch, tmp_path):
-    import colocate.go_builds
-    monkeypatch.setattr(colocate.go_builds, "BIN", tmp_path)
+    import colocate.base.go_builds
+    monkeypatch.setattr(colocate.base.go_builds, "BIN", tmp_path)
     chart = _charts(built)["apps/dcgm-exporter"]
-    with pytest.raises(InputError, match="render_toolchain"):
+    with pytest.raises(InputError, match="colocate.synth.renderers"):
         upstream.render(chart.row.source, chart.target)
 
 

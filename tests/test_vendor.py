@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from colocate import ROOT, config, vendored
+from colocate import ROOT, config
+from colocate.base import vendored
 from colocate.charts import training_operator
 from colocate.constructs import dcgm_exporter, device_plugin, kube_prometheus_stack
 from colocate.model import names

@@ -1,5 +1,5 @@
 """The vendored charts and the training-operator overlay render offline with the renderers Argo CD
-v2.10.15 bundles (helm 3.14.4, kustomize 5.2.1; colocate/render_toolchain.py builds them into bin/).
+v2.10.15 bundles (helm 3.14.4, kustomize 5.2.1; colocate/synth/renderers.py builds them into bin/).
 
 Chart defaults only, no values of ours yet (the rendering with our values is tested elsewhere). A missing or
 stale renderer fails the test with how to build it: these tests never skip. Every render runs with
@@ -12,11 +12,12 @@ import subprocess
 import pytest
 import yaml
 
-from colocate import ROOT, vendored
+from colocate import ROOT
+from colocate.base import vendored
 from colocate.charts import training_operator
 from colocate.constructs import dcgm_exporter, device_plugin
 from colocate.model import names
-from colocate.render_toolchain import BUILDS, HOW_TO_BUILD
+from colocate.synth.renderers import BUILDS, HOW_TO_BUILD
 from colocate.simulate.toolchain import BIN, up_to_date
 from tests.helpers import yaml_load
 
@@ -31,7 +32,7 @@ def _tools() -> dict:
         if not (BIN / build.name).is_file():
             pytest.fail(f"bin/{build.name} is missing: {HOW_TO_BUILD}", pytrace=False)
         if not up_to_date(build):
-            pytest.fail(f"bin/{build.name} is not the {build.version} build colocate/render_toolchain.py pins "
+            pytest.fail(f"bin/{build.name} is not the {build.version} build colocate/synth/renderers.py pins "
                         f"(stamp bin/.sim-{build.name}.stamp differs): {HOW_TO_BUILD}", pytrace=False)
     return {build.name: BIN / build.name for build in BUILDS}
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from colocate import kubeconform, manifests
+from colocate.checker import kubeconform, manifests
 from colocate.checker.cached import _check_cached
 from colocate.checker.context import _checked_context, _context, _found_inputs, _load_config, cluster_pools, described_rules
 from colocate.checker.evaluate import SUPPRESSION_RULE_ID, evaluate
@@ -30,10 +30,10 @@ from colocate.checker.model import (
     Violation,
 )
 from colocate.checker.reads import SKELETON, WHOLE, WORKLOAD_KINDS, _EVERYTHING, Reads, reads, rule_reads, seen_as, skeleton, viewed_index
-from colocate.checker.rules import LOCAL_CHECKS, _config_module, judges_alone, load_rules
+from colocate.checker.rule_loader import LOCAL_CHECKS, _config_module, judges_alone, load_rules
 from colocate.errors import InputError
-from colocate.manifests import Doc
-from colocate.rule_files import RULES_DIR
+from colocate.checker.manifests import Doc
+from colocate.rules.files import RULES_DIR
 from colocate.model import pool_facts
 from colocate.model.cluster import reference
 
@@ -63,7 +63,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         clock[0] = now
 
     if cache is not None:
-        from colocate import verdict_cache
+        from colocate.checker import verdict_cache
 
         store = verdict_cache.Store(cache)
         try:

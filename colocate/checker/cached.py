@@ -10,18 +10,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from colocate import kubeconform, manifests
+from colocate.checker import kubeconform, manifests
 from colocate.errors import ColocateError, InputError
-from colocate.resources import CONFIG_NAME, repository
+from colocate.base.data_files import CONFIG_NAME, repository
 from colocate.model import pool_facts
-from colocate.manifests import Doc
+from colocate.checker.manifests import Doc
 from colocate.checker.context import _checked_context, _described_pools, _found_inputs
-from colocate.checker.rules import _config_module
+from colocate.checker.rule_loader import _config_module
 from colocate.checker.evaluate import evaluate
 from colocate.checker.findings import _order, _schema_result_findings, _skipped_findings, _suppress, _unusable_findings, _with_field_lines
 from colocate.checker.model import CheckResult, Context, Finding, Index, Rule, Timings
 from colocate.checker.reads import Reads, SKELETON, WHOLE, rule_reads, seen_as, skeleton
-from colocate.checker.rules import judges_alone, load_rules
+from colocate.checker.rule_loader import judges_alone, load_rules
 
 
 def _row(f: Finding) -> list:
@@ -294,7 +294,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
                   exclude: tuple[str, ...], store: Any, phase: Callable[[str], None], clock: list[float]) -> CheckResult:
     """:func:`check` through the verdict cache (a verdict_cache.Store): the same result, computing
     only what changed."""
-    from colocate import verdict_cache
+    from colocate.checker import verdict_cache
 
     folder = store.root
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from colocate import manifests
+from colocate.checker import manifests
 from colocate.model.cluster import Cluster, reference
 from colocate.model.names import TIER_LABEL
 from colocate.errors import InputError
-from colocate.resources import repository
+from colocate.base.data_files import repository
 from colocate.model import pool_facts
 from colocate.model.pool_facts import PoolFacts
-from colocate.manifests import Doc
+from colocate.checker.manifests import Doc
 from colocate.checker.model import Context, Rule
-from colocate.checker.rules import _config_module, load_rules
+from colocate.checker.rule_loader import _config_module, load_rules
 
 if TYPE_CHECKING:  # annotations only: config is imported when first needed (_config_module)
     from colocate import config as config_mod

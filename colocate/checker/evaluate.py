@@ -6,11 +6,11 @@ import time
 from typing import Any, Iterable, Iterator
 
 from colocate.errors import ColocateError
-from colocate.manifests import Doc
+from colocate.checker.manifests import Doc
 from colocate.checker.model import Context, Finding, Index, Rule, Timings, Violation
-from colocate.rule_files import fill as _fill
+from colocate.rules.files import fill as _fill
 from colocate.checker.reads import rule_reads, viewed_index
-from colocate.checker.rules import _check_function, judges_alone
+from colocate.checker.rule_loader import _check_function, judges_alone
 
 
 #: The rule that reports a suppression without a reason; it cannot itself be suppressed.

@@ -6,10 +6,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
 
-from colocate import kubeconform, manifests
+from colocate.checker import kubeconform, manifests
 from colocate.model.names import IGNORE_ANNOTATION
 from colocate.errors import InputError
-from colocate.manifests import Doc
+from colocate.checker.manifests import Doc
 from colocate.checker.evaluate import SUPPRESSION_RULE_ID
 from colocate.checker.model import Finding, INPUT_RULE_ID, SCHEMA_RULE, SCHEMA_RULE_ID
 

@@ -158,7 +158,7 @@ def to_sarif(result: CheckResult, root: Path | None = None) -> str:
     ran and found nothing), with rationale and fix as help; each result at its field's line, the
     object's as a related location; suppressed findings with their justification."""
     from colocate import __version__
-    from colocate.resources import repository
+    from colocate.base.data_files import repository
 
     root = (root or repository()).resolve()
     rules = [SCHEMA_RULE, INPUT_RULE, *sorted(result.rules, key=lambda r: r.id)]

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from colocate import kubeconform, manifests
+from colocate.checker import kubeconform, manifests
 from colocate.model.cluster import Cluster
 from colocate.model.pool_facts import PoolFacts
-from colocate.manifests import Doc, PodSpec
-from colocate.rule_files import Rule, placeholder_values
+from colocate.checker.manifests import Doc, PodSpec
+from colocate.rules.files import Rule, placeholder_values
 
 SCHEMA_RULE_ID = "SCHEMA"
 #: Notices about the input itself: folders that are not plain manifests.

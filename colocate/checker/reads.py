@@ -4,11 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from colocate import manifests
+from colocate.checker import manifests
 from colocate.model.names import IGNORE_ANNOTATION
-from colocate.manifests import Doc
+from colocate.checker.manifests import Doc
 from colocate.checker.model import Context, Index, Rule
-from colocate.checker.rules import _check_function
+from colocate.checker.rule_loader import _check_function
 
 
 # --- what each cross-object rule reads ------------------------------------------------------------

@@ -191,7 +191,7 @@ def sync_options(metadata: dict | None, annotation: str = SYNC_OPTIONS) -> froze
     value = ((metadata or {}).get("annotations") or {}).get(annotation)
     return frozenset(item.strip() for item in str(value or "").split(",") if item.strip())
 
-# --- Resubmission of disrupted TFJobs (colocate/resubmit/, docs/resubmission.md) ----------------
+# --- Resubmission of disrupted TFJobs (colocate/incluster/resubmit/, docs/resubmission.md) ----------------
 #: The pod condition a 1.26+ control plane adds before it deletes a pod it disrupts, and every
 #: reason it gives, none of them the job's fault (kubernetes v1.28.15 pkg/apis/core/types.go,
 #: PodReasonPreemptionByScheduler ... PodReasonTerminationByKubelet; docs/resubmission.md).

@@ -1,7 +1,7 @@
 """A Kubernetes object's identity, read from its dict: kind, group, name, namespace.
 
-The checker's parsed documents (colocate/manifests/doc.py ``Doc``), the files synth writes
-(colocate/render.py ``Manifest``) and the PromQL finder (colocate/promql/) share it.
+The checker's parsed documents (colocate/checker/manifests/doc.py ``Doc``), the files synth writes
+(colocate/synth/write.py ``Manifest``) and the PromQL finder (colocate/promql/) share it.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Protocol
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.model.names import GPU
 from colocate.model.objects import ObjectView
 from colocate.model.pools import Resources
@@ -14,7 +14,7 @@ ZERO = Resources(0, 0, 0)
 
 
 class PodTemplate(Protocol):
-    """A pod template inside an object (colocate.manifests.PodSpec is one)."""
+    """A pod template inside an object (colocate.checker.manifests.PodSpec is one)."""
 
     doc: ObjectView
     #: Its key in a TFJob's ``tfReplicaSpecs``; empty for other workloads.

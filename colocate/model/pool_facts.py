@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.errors import InputError
-from colocate.layout import nodepool_path
+from colocate.base.layout import nodepool_path
 from colocate.model.names import GPU, KUBELET_NODE_LABELS
 from colocate.model.pools import NodePoolProps, Resources, Taint
 from colocate.model.scheduling import node_selected

@@ -11,7 +11,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Literal, Mapping, Sequence
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.errors import PropError
 from colocate.model.names import GPU, POOL_LABEL, POOL_SELECTOR_LABEL
 from colocate.model.validate import check_dns_label, check_labels

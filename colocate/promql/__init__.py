@@ -8,7 +8,7 @@
 
 Used by the policy checks in ``policies/checks/promql.py``, the mixin and the DCGM exporter.
 """
-from colocate.grafana import VARIABLE, is_placeholder, substitute_variables, variable_query
+from colocate.promql.grafana import VARIABLE, is_placeholder, substitute_variables, variable_query
 from colocate.promql.catalog import CATALOG_PATH, Catalog, Metric, Removed, catalog, catalog_document
 from colocate.promql.labels import label_problems, output_labels, recorded_metrics, scraped_metrics
 from colocate.promql.parse import Analysis, Selector, analyse, matches_empty

@@ -13,9 +13,9 @@ from typing import Any, Iterator, Mapping
 
 import yaml
 
-from colocate import compiled, goyaml
+from colocate.base import compiled, goyaml
 from colocate.errors import InputError
-from colocate.resources import data_path
+from colocate.base.data_files import data_path
 
 CATALOG_PATH = data_path("colocate.policies", "metrics", "catalog.yaml")
 
@@ -193,7 +193,7 @@ def catalog_document(path: Path = CATALOG_PATH) -> dict[str, Any]:
         except (OSError, yaml.YAMLError) as exc:
             raise InputError(str(path), "", f"cannot read the metric catalog: {exc}") from None
 
-    # 390 KB of YAML: parsed once per installation (colocate.compiled), then read as JSON.
+    # 390 KB of YAML: parsed once per installation (colocate.base.compiled), then read as JSON.
     return compiled.load("catalog", [path], [Path(goyaml.__file__)], parse, lambda data: isinstance(data, dict))
 
 

@@ -16,7 +16,7 @@ from colocate.model.objects import ObjectView
 from colocate.promql.catalog import Metric, catalog, expand
 from colocate.model.names import SCRAPED_METRICS_ANNOTATION
 from colocate.promql.parse import analyse, matches_empty, selector_of
-from colocate.grafana import as_written, is_placeholder
+from colocate.promql.grafana import as_written, is_placeholder
 from colocate.promql.queries import is_rule_object, rule_entries
 
 def _scalar(node: Any) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 
 import promql_parser as pp
 
-from colocate.grafana import as_written
+from colocate.promql.grafana import as_written
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from colocate.grafana import substitute_variables, variable_query, walk_panels
+from colocate.promql.grafana import substitute_variables, variable_query, walk_panels
 from colocate.model.objects import ObjectView
 from colocate.model.names import DASHBOARD_SIDECAR_LABEL, DASHBOARD_SIDECAR_LABEL_VALUE
 

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from colocate.mixin import slo
 from colocate.mixin.config import MixinConfig, eq, sel
 from colocate.errors import ColocateError
-from colocate.prometheus_api import Prometheus, Series
+from colocate.report.prometheus_api import Prometheus, Series
 from colocate.mixin import records
 
 _DURATION = re.compile(r"^(\d+)([mhd])$")

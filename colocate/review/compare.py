@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from colocate import quantity
+from colocate.model import quantity
 
 #: Lists Kubernetes merges by the items' ``name`` (the strategic-merge-patch key of
 #: containers, initContainers, ephemeralContainers, env, volumes, volumeMounts; ports of a

@@ -5,8 +5,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from colocate import quantity
-from colocate.manifests import NON_API_KINDS, Doc, pod_specs
+from colocate.model import quantity
+from colocate.checker.manifests import NON_API_KINDS, Doc, pod_specs
 from colocate.model.names import KEEP_ON_PRUNE, TIER_LABEL, sync_options
 from colocate.model.tiers import TierClass, inversions
 from colocate.model.scheduling import pod_pools

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from colocate.errors import ColocateError
-from colocate.review import capacity, compare, danger, policy, quota, tree
+from colocate.review import usage, compare, danger, policy, quota, tree
 from colocate.review.compare import FieldChange
 from colocate.review.danger import Danger
 from colocate.review.tree import Key
@@ -36,11 +36,11 @@ class Review:
     #: None when the policy check was not asked for (``--no-policy``).
     policy: policy.PolicyImpact | None = None
     #: Requests that change per pool and tier; None when not asked for (``--no-capacity``).
-    capacity: tuple[capacity.Delta, ...] | None = None
+    capacity: tuple[usage.Delta, ...] | None = None
     #: ResourceQuota rows whose use or hard limit changes; None with the capacity.
     quota: tuple[quota.QuotaDelta, ...] | None = None
     #: Pods of the head tree that fit no node of their pool and did not before.
-    unfit: tuple[capacity.Unfit, ...] = ()
+    unfit: tuple[usage.Unfit, ...] = ()
 
     @property
     def dangerous(self) -> tuple[ObjectChange, ...]:
@@ -88,7 +88,7 @@ def _kept_on_prune(old: list, new: list) -> list:
 
 def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist: str = "dist",
            config_path: Path | None = None, with_policy: bool = True,
-           pools: capacity.PoolSource | None = None) -> Review:
+           pools: usage.PoolSource | None = None) -> Review:
     """Compare dist/ at ``base`` (default: merge-base with main) and ``head`` (default: the
     working tree). ``pools`` gives the allocatable the capacity impact is measured against
     (None: no capacity impact). Unknown revisions and a cwd outside git are bad input (exit 2)."""
@@ -103,13 +103,13 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
         before, after = tree.load(base_label, base_root), tree.load(head_label, head_root)
         impact = policy.impact(base_root, head_root, config_path) if with_policy else None
         load = quotas = None
-        unfit: tuple[capacity.Unfit, ...] = ()
+        unfit: tuple[usage.Unfit, ...] = ()
         if pools is not None:
             known = pools()
-            old, new = capacity.api_objects(base_root), capacity.api_objects(head_root)
+            old, new = usage.api_objects(base_root), usage.api_objects(head_root)
             new = new + _kept_on_prune(old, new)
-            load = tuple(capacity.deltas(capacity.usage(old, known), capacity.usage(new, known)))
+            load = tuple(usage.deltas(usage.usage(old, known), usage.usage(new, known)))
             quotas = tuple(quota.deltas(quota.uses(old, known), quota.uses(new, known)))
-            was = set(capacity.unfit(old, known))
-            unfit = tuple(u for u in capacity.unfit(new, known) if u not in was)
+            was = set(usage.unfit(old, known))
+            unfit = tuple(u for u in usage.unfit(new, known) if u not in was)
     return Review(base_label, head_label, tuple(compare_trees(before, after)), impact, load, quotas, unfit)

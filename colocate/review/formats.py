@@ -7,8 +7,8 @@ from typing import Any, Callable
 
 from colocate.checker import Finding
 from colocate.model.names import GPU
-from colocate.review import capacity, quota
-from colocate.review.capacity import Delta, Usage
+from colocate.review import usage, quota
+from colocate.review.usage import Delta, Usage
 from colocate.review.quota import QuotaDelta, QuotaUse
 from colocate.review.diff import ADDED, CHANGED, REMOVED, ObjectChange, Review
 
@@ -51,7 +51,7 @@ def _headline(r: Review) -> str:
             f"{n[CHANGED]} changed); {len(r.dangerous)} dangerous{policy}{full}")
 
 
-def _unfit(u: capacity.Unfit) -> str:
+def _unfit(u: usage.Unfit) -> str:
     role = f" {u.role}" if u.role else ""
     return (f"{u.object}{role} pods request {u.request}, more than one {u.pool} node's allocatable ({u.node}): "
             f"they never schedule")
@@ -112,14 +112,14 @@ _ALLOC_NOTE = "allocatable of the pools in the current source"
 
 
 def _printer(resource: str):
-    return next(p for name, _, p in capacity.RESOURCES if name == resource)
+    return next(p for name, _, p in usage.RESOURCES if name == resource)
 
 
 def _delta_cells(d: Delta) -> list[str]:
     """pool, tier, resource, before, after, delta, allocatable, and an over-allocatable note."""
     show_ = _printer(d.resource)
     alloc = "-" if d.allocatable is None else show_(d.allocatable)
-    return [d.pool, d.tier, d.resource, show_(d.before), show_(d.after), capacity.signed(d.after - d.before, show_),
+    return [d.pool, d.tier, d.resource, show_(d.before), show_(d.after), usage.signed(d.after - d.before, show_),
             alloc, " (over allocatable: pods stop fitting)" if d.over else ""]
 
 
@@ -226,7 +226,7 @@ def _capacity_table(u: Usage) -> tuple[list[str], list[list[str]]]:
     """Header and cells of the per-pool table: requests by tier, total, allocatable, share."""
     header = ["pool", "resource", *u.tiers, "requested", "allocatable", "used"]
     body = []
-    for row in capacity.rows(u):
+    for row in usage.rows(u):
         show_ = _printer(row.resource)
         used = _share(row.total, row.allocatable)
         body.append([row.pool, row.resource, *(show_(row.by_tier[t]) if t in row.by_tier else "-" for t in u.tiers),
@@ -243,7 +243,7 @@ def _share(used: float, available: float | None) -> str:
 
 def over_committed(u: Usage, uses: list[QuotaUse]) -> bool:
     """A pool's requests past its allocatable, or a quota's use past its hard limit."""
-    return any(row.allocatable is not None and row.total > row.allocatable for row in capacity.rows(u)) or \
+    return any(row.allocatable is not None and row.total > row.allocatable for row in usage.rows(u)) or \
         any(q.used > q.hard for q in uses)
 
 
@@ -272,7 +272,7 @@ def capacity_markdown(u: Usage, uses: list[QuotaUse]) -> str:
 
 
 def capacity_json(u: Usage, uses: list[QuotaUse]) -> str:
-    rows = [{**asdict(r), "byTier": r.by_tier} for r in capacity.rows(u)]
+    rows = [{**asdict(r), "byTier": r.by_tier} for r in usage.rows(u)]
     for r in rows:
         del r["by_tier"]
     return json.dumps({"version": JSON_VERSION, "units": {"cpu": "millicores", "memory": "bytes", GPU: "devices"},

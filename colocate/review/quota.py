@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from colocate import manifests, quantity
-from colocate.manifests import Doc
+from colocate.checker import manifests
+from colocate.model import quantity
+from colocate.checker.manifests import Doc
 from colocate.model.names import GPU
 from colocate.model.pools import NodePoolProps, Resources
 from colocate.model.pods import pod_resources, replicas
-from colocate.review.capacity import daemonset_nodes
+from colocate.review.usage import daemonset_nodes
 
 #: unit -> (parse a quota value, print an amount).
 _UNITS: dict[str, tuple[Callable[[object], int], Callable[[int], str]]] = {

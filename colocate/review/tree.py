@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from colocate import manifests, safe_yaml
+from colocate.checker import manifests
+from colocate.base import safe_yaml
 from colocate.errors import ColocateError, InputError
-from colocate.layout import INDEX_FILE
+from colocate.base.layout import INDEX_FILE
 
 #: ``colocate diff`` with no HEAD compares against the files on disk.
 WORKTREE = "working tree"

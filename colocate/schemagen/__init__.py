@@ -15,7 +15,7 @@ import json
 from typing import Any, Mapping
 
 # The kubeconform location of the files written here; the check reads them through it.
-from colocate.schema_cache import SCHEMA_LOCATION  # noqa: F401 (re-exported)
+from colocate.base.schema_cache import SCHEMA_LOCATION  # noqa: F401 (re-exported)
 
 #: Every generated schema declares draft-07. kubeconform compiles schemas with
 #: santhosh-tekuri/jsonschema and defaults to draft-04 without ``$schema``; draft-07 asserts

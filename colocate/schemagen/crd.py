@@ -32,7 +32,7 @@ The same conversion serves hand-written schema sources (``kind: HandwrittenSchem
 ``policies/crds/handwritten/``) for config kinds that have no CRD, such as the kubelet's
 ``KubeletConfiguration`` and kubeadm's ``JoinConfiguration``.
 
-:func:`prepare_core_schemas` (colocate/schema_cache.py, which the check runs) makes
+:func:`prepare_core_schemas` (colocate/base/schema_cache.py, which the check runs) makes
 kubernetes-validate's Kubernetes schemas usable by kubeconform offline; see its docstring.
 """
 from __future__ import annotations
@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any
 
 
-from colocate import goyaml
-from colocate.schema_cache import CORE_SCHEMA_LOCATION, CRD_SCHEMA_LOCATION, prepare_core_schemas
+from colocate.base import goyaml
+from colocate.base.schema_cache import CORE_SCHEMA_LOCATION, CRD_SCHEMA_LOCATION, prepare_core_schemas
 from colocate.schemagen import DRAFT, GENERATED_MARK, SchemaSourceError, dump_schema
 
 __all__ = [
@@ -365,7 +365,7 @@ def _scoped_flags(pattern: str) -> str:
 
 def _vendored_source(path: Path) -> str:
     """``<repository> <path>@<tag>`` of a file inside a tree of vendor/sources.yaml, else ""."""
-    from colocate import vendored
+    from colocate.base import vendored
 
     try:
         trees = vendored.load()

@@ -53,7 +53,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from colocate import ROOT, config, safe_yaml
+from colocate import ROOT, config
+from colocate.base import safe_yaml
 from colocate.schemagen import DRAFT, GENERATED_MARK, SchemaSourceError, dump_schema
 from colocate.model.names import TF_ROLES
 

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from colocate import ROOT, safe_yaml
+from colocate import ROOT
+from colocate.base import safe_yaml
 from colocate.config import Config
 from colocate.model.names import KEEP_ON_PRUNE, sync_options
-from colocate.simulate.control_plane import READY_TIMEOUT, ControlPlane, SimulationError, free_port, refusal
+from colocate.simulate.local_cluster import READY_TIMEOUT, ControlPlane, SimulationError, free_port, refusal
 
 CRDS = ROOT / "policies" / "crds" / "argoproj.io"
 #: The controller and the repo server only read these when they carry this label

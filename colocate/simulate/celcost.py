@@ -17,7 +17,9 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable
 
-from colocate import ROOT, admission, safe_yaml
+from colocate import ROOT
+from colocate.rules import admission
+from colocate.base import safe_yaml
 from colocate.simulate import toolchain
 
 PER_CALL_LIMIT = 1_000_000

@@ -8,10 +8,10 @@ import urllib.error
 
 
 from colocate import ROOT
-from colocate.resources import data_path
+from colocate.base.data_files import data_path
 from colocate.errors import ColocateError
-from colocate.resubmit import policy
-from colocate.simulate.control_plane import ControlPlane, SimulationError, free_port, refusal
+from colocate.incluster.resubmit import policy
+from colocate.simulate.local_cluster import ControlPlane, SimulationError, free_port, refusal
 from colocate.simulate.nodes import KWOK_ANNOTATION
 
 CRDS = ROOT / "policies" / "crds"

@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.model.names import GPU
 from colocate.simulate import charts
 from colocate.simulate.charts import OFFLINE

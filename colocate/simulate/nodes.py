@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from colocate import safe_yaml
+from colocate.base import safe_yaml
 from colocate.errors import InputError
-from colocate.layout import nodepool_path
+from colocate.base.layout import nodepool_path
 from colocate.model.names import HOSTNAME_LABEL
 from colocate.model.pool_facts import API_VERSION, KIND, PoolFacts, from_documents, resource_list
-from colocate.resources import display
+from colocate.base.data_files import display
 
 #: kwok manages the nodes that carry this annotation (kwok v0.5.2 --manage-nodes-with-annotation-selector).
 KWOK_ANNOTATION = ("kwok.x-k8s.io/node", "fake")

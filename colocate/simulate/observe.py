@@ -7,10 +7,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.model.names import GAVE_UP_REASON, GPU, RESUBMITTED_REASON
 from colocate.model.pods import pod_resources
-from colocate.simulate.control_plane import ControlPlane
+from colocate.simulate.local_cluster import ControlPlane
 
 #: Pods a node counts: scheduled and not finished.
 _DONE = ("Succeeded", "Failed")

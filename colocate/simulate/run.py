@@ -7,13 +7,15 @@ import urllib.error
 from pathlib import Path
 from typing import Any, Callable
 
-from colocate import admission, config as config_mod, safe_yaml
+from colocate.rules import admission
+from colocate import config as config_mod
+from colocate.base import safe_yaml
 from colocate.errors import InputError
 from colocate.model.names import PEAK_REPLICAS_ANNOTATION, TIER_LABEL
-from colocate.resources import display
-from colocate.resubmit import policy as resubmit_policy
+from colocate.base.data_files import display
+from colocate.incluster.resubmit import policy as resubmit_policy
 from colocate.simulate import argocd, components, nodes, observe, stand_ins, steps as steps_mod, toolchain
-from colocate.simulate.control_plane import ControlPlane, SimulationError, refusal
+from colocate.simulate.local_cluster import ControlPlane, SimulationError, refusal
 from colocate.simulate.scenario import Scenario
 
 #: The cluster has settled when nothing it reports changed for this long (the scheduler retries an
@@ -99,8 +101,8 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
 def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool, obs: observe.Observation,
           resubmitting: bool, log, started: float, argo: argocd.ArgoCD | None = None) -> None:
     """Each step: its actions, the replicas, settle, and what the cluster holds then."""
-    from colocate import offline
-    from colocate.kube import TFJobs, api_client
+    from colocate.incluster import offline
+    from colocate.incluster.kube import TFJobs, api_client
 
     jobs = TFJobs(api_client(str(cp.kubeconfig)))
     tiers = _tiers(docs)

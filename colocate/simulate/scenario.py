@@ -9,7 +9,7 @@ from typing import Mapping
 
 from colocate import config
 from colocate.errors import InputError
-from colocate.resources import data_path, display
+from colocate.base.data_files import data_path, display
 
 SHIPPED = data_path("colocate", "simulate", "scenarios")
 _SCHEMA = json.loads((SHIPPED / "scenario.schema.json").read_text())

@@ -14,7 +14,7 @@ from __future__ import annotations
 import urllib.error
 from typing import Any, Mapping
 
-from colocate.simulate.control_plane import ControlPlane, SimulationError
+from colocate.simulate.local_cluster import ControlPlane, SimulationError
 
 STAND_IN_ANNOTATION = "colocate.io/simulated-stand-in"
 #: Any image: kwok starts no container.

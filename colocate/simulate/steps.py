@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.model.names import GPU, JOB_NAME_LABEL, PEAK_REPLICAS_ANNOTATION, RESUBMITTED_REASON
 from colocate.model.pods import pod_resources
 from colocate.simulate.argocd import syncs_started
 from colocate.simulate.charts import PoolHour
-from colocate.simulate.control_plane import ControlPlane
+from colocate.simulate.local_cluster import ControlPlane
 from colocate.simulate.observe import tfjob_state
 
 #: The NoExecute taint of a node declared out of service (non-graceful node shutdown, GA in 1.28:

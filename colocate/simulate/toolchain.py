@@ -14,8 +14,8 @@ from pathlib import Path
 
 from colocate import config
 from colocate.errors import InputError
-# Build, go_install and the stamps are shared with the renderers (colocate/render_toolchain.py).
-from colocate.go_builds import BIN, TOOLS, Build, go_install, run_main, up_to_date  # noqa: F401 (re-exported)
+# Build, go_install and the stamps are shared with the renderers (colocate/synth/renderers.py).
+from colocate.base.go_builds import BIN, TOOLS, Build, go_install, run_main, up_to_date  # noqa: F401 (re-exported)
 
 
 def builds(cfg: config.Config) -> list[Build]:

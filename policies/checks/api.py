@@ -7,7 +7,7 @@ import base64
 import binascii
 from typing import Any, Iterator, Mapping
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.checker import Index, Rule, Violation, reads
 from colocate.model import pods
 from colocate.model.names import BUILTIN_PRIORITY_CLASSES, GPU
@@ -205,7 +205,7 @@ def priority_class_exists(index: Index, rule: Rule) -> Iterator[Violation]:
             yield Violation(pod.doc, f"{pod.path}.priorityClassName", f"no PriorityClass is named {name!r}")
 
 
-#: What a v1beta1 ValidatingAdmissionPolicy needs on a 1.28 API server (colocate/admission.py):
+#: What a v1beta1 ValidatingAdmissionPolicy needs on a 1.28 API server (colocate/rules/admission.py):
 #: the feature gate, and the API version served (api/beta and api/all serve every beta version).
 _GATE = ("feature-gates", "ValidatingAdmissionPolicy", ("ValidatingAdmissionPolicy",))
 _RUNTIME = ("runtime-config", "admissionregistration.k8s.io/v1beta1",

@@ -7,9 +7,9 @@ import json
 from collections import defaultdict
 from typing import Callable, Iterator
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.checker import WORKLOAD_KINDS, Index, Rule, Violation, reads
-from colocate.manifests import PodSpec, pod_specs
+from colocate.checker.manifests import PodSpec, pod_specs
 from colocate.model.names import GPU
 from colocate.model.pool_facts import PoolFacts, tolerated
 from colocate.model.pools import Resources

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 from colocate.checker import Index, Rule, Violation, reads
 from colocate.model import prometheus_stack as kps
-from colocate.manifests import Doc
+from colocate.checker.manifests import Doc
 from colocate.model.names import KPS_CHART
 from colocate.model.scheduling import selector_matches
 

@@ -6,9 +6,9 @@ from decimal import Decimal
 from pathlib import PurePath
 from typing import Any, Iterator
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.checker import Index, Rule, Violation, reads
-from colocate.manifests import Doc
+from colocate.checker.manifests import Doc
 from colocate.model.names import POOL_LABEL
 
 KUBELET_GROUP, KUBEADM_GROUP = "kubelet.config.k8s.io", "kubeadm.k8s.io"

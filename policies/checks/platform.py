@@ -8,7 +8,7 @@ from collections import defaultdict
 from pathlib import PurePath
 from typing import Iterator
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.checker import Index, Rule, Violation, reads
 from colocate.model.scheduling import ImageRef, reference_error
 from colocate.model.names import BUILTIN_PRIORITY_CLASSES, MAX_USER_PRIORITY, MIN_GAP_FACTOR, TIER_LABEL

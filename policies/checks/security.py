@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from colocate.checker import Index, Rule, Violation, reads
-from colocate.manifests import PodSpec
+from colocate.checker.manifests import PodSpec
 from colocate.model import pods
 from colocate.model.names import kps_fullname
 from colocate.model.scheduling import ImageRef

@@ -9,13 +9,13 @@ import posixpath
 from collections import defaultdict
 from typing import Any, Iterator
 
-from colocate import quantity
+from colocate.model import quantity
 from colocate.checker import Index, Rule, Violation, reads
 from colocate.model.names import (CHECKPOINT_ENV, GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, JOB_ROLE_LABEL,
                                    OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL,
                                    TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER,
                                    TFJOB_MIN_GRACE_SECONDS, tf_role)
-from colocate.manifests import Doc, PodSpec
+from colocate.checker.manifests import Doc, PodSpec
 from colocate.model.pods import containers
 from colocate.policies.checks.gpus import gpu_quantity
 from colocate.model.scheduling import selector_matches

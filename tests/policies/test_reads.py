@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from colocate import checker, config, manifests
+from colocate import checker, config
+from colocate.checker import manifests
 from tests.helpers import ROOT
 
 FIXTURES = Path(__file__).parent / "fixtures"

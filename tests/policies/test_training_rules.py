@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from colocate import checker, manifests
+from colocate import checker
+from colocate.checker import manifests
 from colocate.model import names
-from colocate.manifests import Doc
+from colocate.checker.manifests import Doc
 from colocate.model.scheduling import selector_matches
 from colocate.policies.checks.training import _pod_label_sets
 

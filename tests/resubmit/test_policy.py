@@ -12,7 +12,7 @@ import pytest
 from colocate import ROOT
 from colocate.model.names import (DISRUPTION_ANNOTATION, DISRUPTION_REASONS, MAX_RESUBMISSIONS_ANNOTATION,
                                    RESUBMISSIONS_ANNOTATION)
-from colocate.resubmit import policy
+from colocate.incluster.resubmit import policy
 from tests.helpers import yaml_load
 
 T0 = datetime(2026, 12, 4, 9, 0, tzinfo=timezone.utc)

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from colocate import ROOT, admission, checker
+from colocate import ROOT, checker
+from colocate.rules import admission
 from colocate.simulate import celcost, components, toolchain
-from colocate.simulate.control_plane import ControlPlane
+from colocate.simulate.local_cluster import ControlPlane
 from tests.helpers import yaml_load_all
 
 pytestmark = pytest.mark.simulate

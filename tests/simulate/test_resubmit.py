@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from colocate import ROOT, offline
-from colocate.kube import TFJobs, api_client
+from colocate import ROOT
+from colocate.incluster import offline
+from colocate.incluster.kube import TFJobs, api_client
 from colocate.model.names import (DISRUPTION_ANNOTATION, GIVEN_UP_METRIC, JOB_NAME_LABEL, MAX_RESUBMISSIONS_ANNOTATION,
                                    RESUBMISSIONS_ANNOTATION)
 from colocate.simulate import components, run, scenario, steps
-from colocate.simulate.control_plane import ControlPlane
+from colocate.simulate.local_cluster import ControlPlane
 from tests.simulate.test_simulate import simulate, survivors, tagged
 from tests.helpers import yaml_load
 

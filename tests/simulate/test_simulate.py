@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from colocate import ROOT, admission, checker
-from colocate.simulate import control_plane, toolchain
-from colocate.go_builds import environment
+from colocate import ROOT, checker
+from colocate.rules import admission
+from colocate.simulate import local_cluster as control_plane, toolchain
+from colocate.base.go_builds import environment
 from tests.helpers import colocate, VENV_BIN, yaml_load
 
 DIST = ROOT / "dist"

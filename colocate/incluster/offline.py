@@ -1,0 +1,92 @@
+"""``colocate offline pause|resume``: stop the batch load without deleting a job, and start it again.
+
+training-operator v1.7.0 honours ``spec.runPolicy.suspend``: set to true, it deletes the job's
+active pods and marks it Suspended; set back to false, it creates them again and the job goes
+on from its last checkpoint (pkg/controller.v1/common/job.go ReconcileJobs, v1.7.0). Pause
+suspends every unfinished TFJob that is not already suspended and marks it with
+``colocate.io/paused-by``, so resume starts only what pause stopped, never a job someone suspended
+on purpose. Argo CD leaves both live edits alone: git sets neither field, and its three-way diff
+only reverts fields that git or the last applied manifest set (docs/runbook-latency.md)."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable
+
+from colocate.errors import ColocateError
+from colocate.model.names import PAUSED_BY_ANNOTATION
+
+if TYPE_CHECKING:
+    from colocate.incluster.kube import TFJobs
+
+PAUSED_BY = "colocate-offline-pause"
+_FINISHED = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True)
+class Change:
+    name: str
+    action: str  # "pause" | "resume"
+    reason: str
+
+
+def _true(job: dict[str, Any], condition: str) -> bool:
+    return any(c.get("type") == condition and c.get("status") == "True"
+               for c in (job.get("status") or {}).get("conditions") or [])
+
+
+def _suspended(job: dict[str, Any]) -> bool:
+    return bool(((job.get("spec") or {}).get("runPolicy") or {}).get("suspend"))
+
+
+def plan(jobs: Iterable[dict[str, Any]], action: str) -> list[Change]:
+    """What pause or resume does to each TFJob, from their live state (the API server's list items)."""
+    out = []
+    for job in sorted(jobs, key=lambda j: j["metadata"]["name"]):
+        name = job["metadata"]["name"]
+        ours = (job["metadata"].get("annotations") or {}).get(PAUSED_BY_ANNOTATION) == PAUSED_BY
+        if action == "pause" and not _suspended(job) and not any(_true(job, c) for c in _FINISHED):
+            out.append(Change(name, "pause", "unfinished and running or waiting"))
+        elif action == "resume" and ours:
+            out.append(Change(name, "resume", f"paused by {PAUSED_BY}"))
+    return out
+
+
+def patch(change: Change) -> dict[str, Any]:
+    """The JSON merge patch for a change: suspend and mark, or resume and unmark."""
+    pause = change.action == "pause"
+    return {"metadata": {"annotations": {PAUSED_BY_ANNOTATION: PAUSED_BY if pause else None}},
+            "spec": {"runPolicy": {"suspend": pause}}}
+
+
+def run(jobs: "TFJobs", namespace: str, action: str, dry_run: bool = False, wait_seconds: float = 120.0,
+        log=lambda line: None) -> list[Change]:
+    """Plan ``action`` on the live TFJobs of ``namespace`` and send each patch (unless ``dry_run``).
+    The CronJobs, the CLI and ``colocate simulate`` all come through here.
+
+    Resume waits until a paused job's pods are gone: training-operator v1.7.0 counts a pod that is
+    still terminating (Running, with a deletionTimestamp) as a failed replica (pkg/core/status.go
+    UpdateJobReplicaStatuses), so un-suspending before the old pods left would fail the job.
+    A job whose pods are still there after ``wait_seconds`` stays paused and is an error."""
+    changes = plan(jobs.list(namespace), action)
+    if dry_run:
+        return changes
+    waiting = [c for c in changes if c.action == "resume"]
+    deadline = time.monotonic() + wait_seconds
+    for change in changes:
+        if change.action == "pause":
+            jobs.merge_patch(namespace, change.name, patch(change))
+    while waiting:
+        for change in list(waiting):
+            left = jobs.pods(namespace, change.name)
+            if not left:
+                jobs.merge_patch(namespace, change.name, patch(change))
+                waiting.remove(change)
+            elif time.monotonic() > deadline:
+                raise ColocateError(f"resume tfjob {namespace}/{change.name}: its pods {', '.join(left[:3])} are "
+                                    f"still terminating after {wait_seconds:.0f} s; it stays paused (resuming now "
+                                    "would fail it). Run resume again once they are gone")
+        if waiting:
+            log(f"waiting for the pods of {', '.join(c.name for c in waiting)} to be gone before resuming")
+            time.sleep(1.0)
+    return changes

@@ -1,0 +1,213 @@
+"""Requested CPU, memory and GPUs per pool and tier, against the pool's allocatable.
+
+Requests come from the objects in a dist/ tree: every pod template times its replicas
+(Deployment, StatefulSet, ReplicaSet: ``spec.replicas``; TFJob: each replica type's
+``replicas``; Job: ``parallelism``; DaemonSet: one pod per node of its pools). A pod's request
+is what the scheduler counts: the sum over its containers, or the largest init container when
+that is larger; a container with limits but no requests requests its limits (API defaulting).
+Its pool is the ``colocate.io/pool`` in its nodeSelector or required node affinity (of several,
+the one its preferred node affinity names: where it runs while that pool has room); its tier the
+``colocate.io/tier`` label of its PriorityClass, else of its Namespace, else ``platform``.
+
+Allocatable comes from a ``PoolSource``: the pools of colocate.model (reference_pools). The
+upstream charts' objects are rendered into dist/ and counted like ours; CronJobs are not (not
+always running), nor LimitRange defaults, nor the pods an operator makes from a custom resource
+(Prometheus, Alertmanager).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from colocate.checker import manifests
+from colocate.model import quantity
+from colocate.model.names import GPU, TIER_LABEL
+from colocate.model.pools import NodePoolProps, Resources
+from colocate.checker.manifests import Doc, PodSpec
+from colocate.model.pods import ZERO, pod_resources, replicas
+from colocate.model.pool_facts import node_labels, tolerated
+from colocate.model.scheduling import node_selected, pod_pools, preferred_pool
+
+#: Tier of pods whose PriorityClass and Namespace carry no tier label.
+DEFAULT_TIER = "platform"
+#: Row for pods not pinned to exactly one pool.
+UNPINNED = "(unpinned)"
+
+
+#: Where pools come from: today the cluster model (colocate.model) of the current source.
+PoolSource = Callable[[], Sequence[NodePoolProps]]
+
+
+def reference_pools(config_path: Path | None = None) -> tuple[NodePoolProps, ...]:
+    """The pools of the current source's cluster: nodes, per-node and total allocatable."""
+    from colocate import config as config_mod
+    from colocate.model.cluster import reference
+
+    return reference(config_mod.load(config_path) if config_path else config_mod.load()).pools
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Requests by pool, then tier, and each pool's allocatable."""
+
+    requests: dict[str, dict[str, Resources]]
+    allocatable: dict[str, Resources]
+
+    def total(self, pool: str) -> Resources:
+        out = ZERO
+        for r in self.requests.get(pool, {}).values():
+            out += r
+        return out
+
+    @property
+    def pools(self) -> list[str]:
+        return sorted(set(self.allocatable) | set(self.requests), key=lambda p: (p == UNPINNED, p))
+
+    @property
+    def tiers(self) -> list[str]:
+        return sorted({t for by_tier in self.requests.values() for t in by_tier})
+
+
+def _tier_of(docs: Iterable[Doc]) -> Callable[[PodSpec], str]:
+    by_class = {d.name: d.labels.get(TIER_LABEL) for d in docs if d.kind == "PriorityClass"}
+    by_ns = {d.name: d.labels.get(TIER_LABEL) for d in docs if d.kind == "Namespace"}
+    return lambda pod: by_class.get(pod.spec.get("priorityClassName") or "") or by_ns.get(pod.doc.namespace) \
+        or DEFAULT_TIER
+
+
+def pool_of(pod: PodSpec) -> str:
+    """The pool a pod's request counts against: its only pool, or its preferred one (an online
+    service on online and mixed fills online first); else UNPINNED."""
+    return preferred_pool(pod.spec) or UNPINNED
+
+
+def daemonset_nodes(pod: PodSpec, nodes: dict[str, int]) -> int:
+    """Nodes a DaemonSet's pods run on: its pool's, or every node when it is not pinned."""
+    pool = pool_of(pod)
+    return nodes.get(pool, 0) if pool != UNPINNED else sum(nodes.values())
+
+
+def daemonset_pools(pod: PodSpec, pools: Sequence[NodePoolProps]) -> list[NodePoolProps]:
+    """The pools a DaemonSet's pods run on: every pool whose node labels its nodeSelector and
+    required node affinity accept and whose NoSchedule/NoExecute taints it tolerates (the
+    DaemonSet controller places one pod per such node)."""
+    tolerations = pod.spec.get("tolerations") or []
+    return [p for p in pools if node_selected(pod.spec, node_labels(p.node_labels))
+            and all(tolerated(tolerations, t) for t in p.taints if t.effect != "PreferNoSchedule")]
+
+
+def usage(docs: list[Doc], pools: Sequence[NodePoolProps]) -> Usage:
+    nodes = {p.name: p.nodes for p in pools}
+    tier_of = _tier_of(docs)
+    requests: dict[str, dict[str, Resources]] = {}
+
+    def add(pool: str, tier: str, amount: Resources) -> None:
+        by_tier = requests.setdefault(pool, {})
+        by_tier[tier] = by_tier.get(tier, ZERO) + amount
+
+    for doc in docs:
+        for pod in manifests.pod_specs(doc):
+            if doc.kind == "DaemonSet" and pools:
+                for pool in daemonset_pools(pod, pools):
+                    add(pool.name, tier_of(pod), pod_resources(pod.spec).times(pool.nodes))
+                continue
+            add(pool_of(pod), tier_of(pod), pod_resources(pod.spec).times(replicas(pod, daemonset_nodes(pod, nodes))))
+    return Usage(requests, {p.name: p.total_allocatable for p in pools})
+
+
+def api_objects(root: Path) -> list[Doc]:
+    """The API objects of a dist/ folder (none when it does not exist)."""
+    return [d for d in manifests.load([root]) if d.is_api_object] if root.is_dir() else []
+
+
+
+#: (name, accessor, printer) of each resource the table shows.
+RESOURCES: tuple[tuple[str, Callable[[Resources], int], Callable[[int], str]], ...] = (
+    ("cpu", lambda r: r.cpu_milli, quantity.format_cpu),
+    ("memory", lambda r: r.memory_bytes, quantity.format_bytes_readable),
+    (GPU, lambda r: r.gpus, str),
+)
+
+
+def signed(value: int, printer: Callable[[int], str]) -> str:
+    return "0" if value == 0 else ("+" if value > 0 else "-") + printer(abs(value))
+
+
+@dataclass(frozen=True)
+class Row:
+    """One pool and resource: requests by tier, their total, the allocatable."""
+
+    pool: str
+    resource: str
+    by_tier: dict[str, int]
+    total: int
+    allocatable: int | None
+
+
+def rows(u: Usage) -> list[Row]:
+    out = []
+    for pool in u.pools:
+        alloc = u.allocatable.get(pool)
+        for name, get, _ in RESOURCES:
+            by_tier = {t: get(r) for t, r in u.requests.get(pool, {}).items()}
+            out.append(Row(pool, name, by_tier, get(u.total(pool)), get(alloc) if alloc else None))
+    return out
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A request that changes: pool, tier (or ``total``), resource, before, after, allocatable."""
+
+    pool: str
+    tier: str
+    resource: str
+    before: int
+    after: int
+    allocatable: int | None
+
+    @property
+    def over(self) -> bool:
+        """The pool's total request now exceeds its allocatable: some pods stop fitting."""
+        return self.tier == "total" and self.allocatable is not None and self.after > self.allocatable
+
+
+def deltas(before: Usage, after: Usage) -> list[Delta]:
+    """Every pool/tier/resource whose request changes, and the pool totals that do."""
+    out = []
+    old, new = {(r.pool, r.resource): r for r in rows(before)}, {(r.pool, r.resource): r for r in rows(after)}
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        alloc = (b or a).allocatable
+        tiers = sorted(set(a.by_tier if a else {}) | set(b.by_tier if b else {}))
+        for tier in tiers + ["total"]:
+            x = (a.total if tier == "total" else a.by_tier.get(tier, 0)) if a else 0
+            y = (b.total if tier == "total" else b.by_tier.get(tier, 0)) if b else 0
+            if x != y:
+                out.append(Delta(key[0], tier, key[1], x, y, alloc))
+    return out
+
+
+@dataclass(frozen=True)
+class Unfit:
+    """A pod larger than any one node of its pool: it never schedules."""
+
+    object: str
+    role: str
+    pool: str
+    request: Resources
+    node: Resources
+
+
+def unfit(docs: list[Doc], pools: Sequence[NodePoolProps]) -> list[Unfit]:
+    """Pods whose request exceeds one node's allocatable in every pool they may run in."""
+    node = {p.name: p.allocatable for p in pools}
+    out = []
+    for doc in docs:
+        for pod in manifests.pod_specs(doc):
+            request = pod_resources(pod.spec)
+            allowed = sorted(p for p in pod_pools(pod.spec) if p in node)
+            if allowed and not any(node[p].fits(request) for p in allowed):
+                largest = max(allowed, key=lambda p: (node[p].cpu_milli, node[p].memory_bytes, node[p].gpus))
+                out.append(Unfit(doc.ref, pod.role, "|".join(allowed), request, node[largest]))
+    return out

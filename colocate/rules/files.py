@@ -1,0 +1,106 @@
+"""The rule files of ``policies/rules/`` as data: what each rule is, says and asks (its schema,
+its Python check's name, its admission CEL), and the placeholders its text may use. Read by the
+checker (which runs them) and by synth (which turns the admission CEL into policies); what
+running a rule means is the checker's (colocate/checker/)."""
+from __future__ import annotations
+
+import json
+import string
+from dataclasses import MISSING, dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Iterable
+
+from colocate.base import compiled
+from colocate.errors import ColocateError, InputError
+from colocate.model.cluster import Cluster
+from colocate.model.names import TIER_LABEL
+from colocate.base.data_files import data_path
+
+RULES_DIR = data_path("colocate.policies", "rules")
+_RULE_SCHEMA_PATH = data_path("colocate.base", "data", "schemas", "rule.schema.json")
+_RULE_SCHEMA = json.loads(_RULE_SCHEMA_PATH.read_text())
+
+
+def fill(value: Any, values: dict[str, str]) -> Any:
+    """Replace ``${name}`` placeholders in every string of a rule's schema or text."""
+    if isinstance(value, str):
+        return string.Template(value).substitute(values)
+    if isinstance(value, dict):
+        return {k: fill(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, values) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    name: str
+    severity: str
+    category: str
+    target: str
+    rationale: str
+    message: str
+    fix: str
+    scope: str = "all"
+    kinds: tuple[str, ...] = ()
+    schema: dict | None = None
+    check: str | None = None
+    #: CEL the generated ValidatingAdmissionPolicy runs (colocate/rules/admission.py); None: check only.
+    admission: dict | None = None
+
+    def filled(self, values: dict[str, str]) -> "Rule":
+        """The rule with the ``${name}`` placeholders of its message and fix replaced, as findings
+        show them (a rationale has none: it may quote ``$`` from PromQL or Grafana)."""
+        return replace(self, message=fill(self.message, values), fix=fill(self.fix, values))
+
+
+def read_rules(rules_dir: Path = RULES_DIR) -> tuple[Rule, ...]:
+    """Every rule file, validated and ordered by id. A malformed one is bad input (exit 2). Read
+    once per installation (colocate.base.compiled), then from its parsed form."""
+    files = sorted(rules_dir.glob("*.yaml"))
+    if not files:
+        # An installed colocate without its rule files would pass everything: refuse instead.
+        raise ColocateError(f"no policy rule found in {rules_dir}; the colocate installation is incomplete "
+                            "(reinstall it, or check the package data in pyproject.toml)")
+    rows = compiled.load("rules", files, _READERS, lambda: _parse_rules(files), _rows_valid)
+    rules = tuple(Rule(**{**row, "kinds": tuple(row["kinds"])}) for row in rows)
+    ids = [r.id for r in rules]
+    if len(set(ids)) != len(ids):
+        raise InputError(str(rules_dir), "", "two rule files share an id")
+    return rules
+
+
+def _parse_rules(files: list[Path]) -> list[dict[str, Any]]:
+    from colocate import config as config_mod  # here: a check answered from its cache needs none of it
+
+    rows = []
+    for path in files:
+        data = config_mod.load_yaml_file(path)
+        config_mod.validate(data, _RULE_SCHEMA, str(path))
+        if not path.stem.startswith(data["id"]):
+            raise InputError(str(path), "$.id", f"file name must start with the rule id {data['id']}")
+        rows.append({**data, "kinds": list(data.get("kinds", ()))})
+    return rows
+
+
+#: What reads the rule files: a change to any of them is a new compiled form.
+_READERS = [Path(__file__), Path(__file__).parent.parent / "config.py", _RULE_SCHEMA_PATH]
+_FIELDS = frozenset(f.name for f in fields(Rule))
+_REQUIRED = frozenset(f.name for f in fields(Rule) if f.default is MISSING)
+
+
+def _rows_valid(rows: Any) -> bool:
+    """A kept form has the shape :func:`_parse_rules` gives (never trusted otherwise)."""
+    return isinstance(rows, list) and bool(rows) and all(
+        isinstance(row, dict) and _REQUIRED <= row.keys() <= _FIELDS and isinstance(row["kinds"], list)
+        and all(isinstance(row[f], str) for f in _REQUIRED) for row in rows)
+
+
+def placeholder_values(cluster: Cluster, registry_host: str = "", proxied_registries: Iterable[str] = (),
+                       offline_namespaces: Iterable[str] = ()) -> dict[str, str]:
+    """The ``${name}`` placeholders rule files may use, from the cluster and colocate.yaml."""
+    return {"online_priority": cluster.tier("online").name, "offline_priority": cluster.tier("offline").name,
+            "registry_host": registry_host, "proxied_registries": ", ".join(sorted(proxied_registries)),
+            "online_taint_key": cluster.online_taint.key, "tier_label": TIER_LABEL,
+            "offline_namespaces": ", ".join(sorted(offline_namespaces or (cluster.training_namespace,)))}
