@@ -30,7 +30,7 @@ def _values(tree: vendored.Tree) -> dict:
 def test_the_record_names_every_tree_the_issue_asks_for():
     assert set(TREES) == {"kube-prometheus-stack", "kube-state-metrics", "prometheus-node-exporter",
                           "prometheus-windows-exporter", "grafana", "dcgm-exporter", "nvidia-device-plugin",
-                          "training-operator"}
+                          "training-operator", "kueue"}
 
 
 @pytest.mark.parametrize("name", sorted(TREES))
