@@ -74,6 +74,15 @@ class Simulation:
 
 
 @dataclass(frozen=True)
+class Kueue:
+    """Kueue, the admission queue of training: its release and the all-or-nothing timeout."""
+
+    version: str
+    #: waitForPodsReady.timeout: a job whose pods are not all ready by then is evicted and requeued.
+    pods_ready_timeout_seconds: int = 600
+
+
+@dataclass(frozen=True)
 class Schedule:
     """The planned day: training is paused before the day peak and resumed after it."""
 
@@ -128,6 +137,8 @@ class Config:
     #: admission.policies: synth emits a ValidatingAdmissionPolicy per enforced rule and the
     #: API server flags 1.28 needs for them (docs/admission.md). Off unless colocate.yaml says so.
     admission_policies: bool = False
+    #: None: colocate.yaml has no ``kueue`` section, so training is not queued.
+    kueue: Kueue | None = None
 
     @property
     def colocate_image(self) -> str:
@@ -466,6 +477,7 @@ def load(path: Path | None = None, schema_checked: bool = False) -> Config:
         image_project=data["registry"].get("imageProject", "platform"),
         schedule=_schedule(data.get("schedule"), file),
         admission_policies=bool((data.get("admission") or {}).get("policies", False)),
+        kueue=_kueue(data.get("kueue")),
         monitoring=Monitoring(
             grafana_admin_secret=data["monitoring"]["grafanaAdminSecret"],
             alertmanager_secret=_alertmanager_secret(data["monitoring"]["alertmanagerSecret"]),
@@ -475,3 +487,9 @@ def load(path: Path | None = None, schema_checked: bool = False) -> Config:
         ),
         file=file,
     )
+
+
+def _kueue(data: Mapping | None) -> Kueue | None:
+    if data is None:
+        return None
+    return Kueue(version=data["version"], pods_ready_timeout_seconds=data.get("podsReadyTimeoutSeconds", 600))

@@ -119,3 +119,10 @@ def test_dependency_charts_are_the_ones_the_parent_asks_for():
             assert child is not None, f"{name} depends on {dep['name']} {dep['version']}: vendor it under {folder}"
             assert child.parent == name and child.resolves == dep["version"]
             assert fnmatch.fnmatchcase(child.version, dep["version"]), f"{child.name} {child.version} not in {dep['version']}"
+
+
+def test_the_vendored_kueue_is_the_configured_one():
+    """synth renders vendor/kueue and simulate builds colocate.yaml's kueue.version: one release."""
+    from colocate import config
+
+    assert TREES["kueue"].tag == TREES["kueue"].version == config.load().kueue.version
