@@ -19,17 +19,24 @@ from colocate.constructs.node_pool import NodePool
 from colocate.constructs.priority_tiers import PriorityTiers
 from colocate.constructs.tenant_namespace import LimitRangeProps, TenantNamespace, TenantNamespaceProps
 from colocate.model import quantity
+from colocate.model.names import GPU
 from colocate.model.pools import Resources
+
+def pool_totals(pools: Sequence[NodePool]) -> dict[str, str]:
+    """The pools' allocatable summed, by resource name (``cpu``, ``memory``, ``nvidia.com/gpu``
+    when they have GPUs): what the training namespace's quota and Kueue's ClusterQueue both hold."""
+    total = sum((pool.total_allocatable for pool in pools), Resources(0, 0, 0))
+    totals = {"cpu": quantity.format_cpu(total.cpu_milli), "memory": quantity.format_bytes(total.memory_bytes)}
+    if total.gpus:
+        totals[GPU] = str(total.gpus)
+    return totals
+
 
 def pool_quota(pools: Sequence[NodePool], *, limits_memory: bool) -> dict[str, str]:
     """A ResourceQuota that lets a namespace fill exactly the pools' allocatable."""
-    total = sum((pool.total_allocatable for pool in pools), Resources(0, 0, 0))
-    quota = {"requests.cpu": quantity.format_cpu(total.cpu_milli),
-             "requests.memory": quantity.format_bytes(total.memory_bytes)}
+    quota = {f"requests.{name}": value for name, value in pool_totals(pools).items()}
     if limits_memory:
         quota["limits.memory"] = quota["requests.memory"]
-    if total.gpus:
-        quota["requests.nvidia.com/gpu"] = str(total.gpus)
     return quota
 
 
@@ -76,7 +83,9 @@ class PlatformChart(ColocateChart):
         ))
         # Node exporter (host network, host PID) and the DCGM exporter (SYS_ADMIN) need the
         # privileged level; the operator's pods pass baseline.
-        for name, level in ((cluster.monitoring_namespace, "privileged"), (cluster.kubeflow_namespace, "baseline")):
+        # Kueue's manager passes restricted but for its seccomp profile; baseline, like the operator's.
+        system = [(cluster.kueue_namespace, "baseline")] if config.kueue else []
+        for name, level in ((cluster.monitoring_namespace, "privileged"), (cluster.kubeflow_namespace, "baseline"), *system):
             Namespace(self, f"namespace-{name}", NamespaceProps(name=name, enforce=level))
         # The rules that judge an object alone, enforced by the API server too (opt-in: 1.28
         # needs a feature gate, which dist/control-plane/ then sets; docs/admission.md).

@@ -20,6 +20,10 @@ from colocate.model.names import GUARD_ANNOTATIONS
 from colocate.model.pools import PAUSE_IMAGE
 
 PREPULL_NAME = "training-image-prepull"
+#: The fields of a queued TFJob that Kueue writes (spec.ignoreDifferences of the Application).
+TFJOB_QUEUE_FIELDS = {"group": "kubeflow.org", "kind": "TFJob", "jqPathExpressions": [
+    ".spec.runPolicy.suspend", ".spec.tfReplicaSpecs[].template.spec.nodeSelector",
+    ".spec.tfReplicaSpecs[].template.spec.tolerations"]}
 
 
 class TrainingChart(ColocateChart):
@@ -30,6 +34,12 @@ class TrainingChart(ColocateChart):
     def __init__(self, scope: Construct, cluster: Cluster, config: Config, pools: dict[str, NodePool],
                  jobs: Sequence[JobFile]):
         super().__init__(scope, "training", folder="apps/training")
+        if config.kueue:
+            # Kueue owns whether a queued job runs and where its pods go: it sets runPolicy.suspend
+            # and adds the flavor's nodeSelector at admission, and undoes both on eviction
+            # (pkg/controller/jobframework/reconciler.go). Self-heal must not revert them.
+            self.ignore_differences = (TFJOB_QUEUE_FIELDS,)
+            self.sync_options = (*self.sync_options, "RespectIgnoreDifferences=true")
         mixed = pools[cluster.mixed_pool]
         self.jobs = [self._tfjob(job, cluster, config, mixed) for job in jobs]
         # The pre-pull's Namespace and its deny-all policy stay when no job is left: the folder
@@ -47,6 +57,7 @@ class TrainingChart(ColocateChart):
                 roles={role: RoleSpec(**spec) for role, spec in job.roles().items()},
                 pools=(pool,), priority_class=cluster.tier("offline").name,
                 storage_class=config.shared_storage_class, image_pull_secret=config.registry_pull_secret,
+                queue=cluster.training_queue if config.kueue else None,
                 **job.options(),
             ))
         except PropError as exc:

@@ -22,7 +22,7 @@ from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns1035_label, check_dns_label, check_image, check_pull_secret, pull_secrets
 from colocate.constructs.node_pool import NodePool
 from colocate.model.names import (CHECKPOINT_ENV, GPU, NO_GPU_VISIBLE, VISIBLE_DEVICES_ENV, JOB_NAME_LABEL, MAX_MEMORY_BURST, OFFLINE_MAX_GRACE_SECONDS,
-                                   PROTECTED_ANNOTATIONS, REPLICA_TYPE_LABEL, SYNC_OPTIONS, TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT,
+                                   PROTECTED_ANNOTATIONS, QUEUE_NAME_LABEL, REPLICA_TYPE_LABEL, SYNC_OPTIONS, TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT,
                                    TF_PORT_NAME, TF_ROLES, TFJOB_CLEAN_POD_POLICY, TFJOB_GROUP, TFJOB_KIND,
                                    TFJOB_MIN_GRACE_SECONDS, TFJOB_VERSION)
 from colocate.model.pools import Resources
@@ -96,6 +96,9 @@ class TFJobProps:
     labels: Mapping[str, str] = field(default_factory=dict)
     #: Existing Secret the kubelet pulls the image with (a private Harbor project). Default: none.
     image_pull_secret: str | None = None
+    #: Kueue LocalQueue the job waits in (the ``kueue.x-k8s.io/queue-name`` label). Default: none,
+    #: the job starts as soon as it is created.
+    queue: str | None = None
 
 
 class TFJob(Construct):
@@ -121,6 +124,7 @@ class TFJob(Construct):
             "apiVersion": f"{TFJOB_GROUP}/{TFJOB_VERSION}", "kind": TFJOB_KIND,
             # The TFJob CRD comes from the training-operator Application (docs/gitops.md).
             "metadata": {"name": p.name, "namespace": p.namespace,
+                         **({"labels": {QUEUE_NAME_LABEL: p.queue}} if p.queue else {}),
                          "annotations": {SYNC_OPTIONS: "SkipDryRunOnMissingResource=true"}},
             "spec": {
                 "runPolicy": run_policy,

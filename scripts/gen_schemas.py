@@ -3,7 +3,7 @@
 
 Reads every ``policies/crds/<dir>/*.yaml`` (one level of sub-folders: ``argoproj.io/``,
 ``handwritten/``; files directly in ``policies/crds/`` are not read) and the CRDs of the vendored
-trees (VENDORED_CRDS: kube-prometheus-stack's, the training-operator's)
+trees (VENDORED_CRDS: kube-prometheus-stack's, the training-operator's, Kueue's)
 and writes ``policies/schemas/<group>/<kind lower>_<version>.json`` through
 ``colocate.schemagen.crd.write_schemas``, and ``policies/schemas/kubeflow.org/tfjob_v1.json`` from
 ``policies/crds/kubeflow.org_tfjobs.yaml`` through ``colocate.schemagen.tfjob``. Only files whose
@@ -37,7 +37,8 @@ SCHEMA_DIR = ROOT / "policies" / "schemas"
 #: The CRDs of the vendored upstream trees (vendor/sources.yaml): every kind they define gets its
 #: schema from the very file synth renders into dist/. The TFJob's is colocate.schemagen.tfjob's.
 VENDORED_CRDS = (("vendor/charts/kube-prometheus-stack/charts/crds/crds", "crd-*.yaml"),
-                 ("vendor/training-operator/manifests/base/crds", "kubeflow.org_*.yaml"))
+                 ("vendor/training-operator/manifests/base/crds", "kubeflow.org_*.yaml"),
+                 ("vendor/kueue/config/components/crd/bases", "kueue.x-k8s.io_*.yaml"))
 #: Sources another generator owns, and the policies/crds/ copies the simulation installs that the
 #: vendored trees now supply.
 TFJOB_SCHEMA = tfjob.SCHEMA_FILE.relative_to(SCHEMA_DIR)

@@ -69,6 +69,11 @@ class Cluster:
     #: PersistentVolumeClaims the training namespace's quota allows: each job has one, its
     #: checkpoints' (constructs/tfjob.py), so this bounds the jobs the namespace holds.
     training_claims: int = 100
+    #: Kueue's ClusterQueue for training, and the LocalQueue of that name in the training
+    #: namespace that every job names (docs/queue.md).
+    training_queue: str = "training"
+    #: Where Kueue's manager runs (the platform Application owns the Namespace).
+    kueue_namespace: str = "kueue-system"
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.pools]

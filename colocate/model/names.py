@@ -211,3 +211,13 @@ RESUBMITTED_REASON, GAVE_UP_REASON = "Resubmitted", "ResubmissionGivenUp"
 RESUBMISSIONS_METRIC = "colocate_tfjob_resubmissions_total"      # counter {namespace, reason}
 GIVEN_UP_METRIC = "colocate_tfjob_given_up"                      # gauge {namespace, tfjob}: 1 while given up
 RESUBMITTER = "colocate-resubmitter"
+
+# --- Kueue, the admission queue of training (docs/queue.md) ------------------------------------
+#: API group/version of Kueue's queue objects (kubernetes-sigs/kueue v0.10.6 apis/kueue/v1beta1).
+KUEUE_API = "kueue.x-k8s.io/v1beta1"
+#: The label that puts a job in a LocalQueue (pkg/controller/constants/constants.go QueueLabel).
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+#: The label that gives a job a WorkloadPriorityClass (same file, WorkloadPriorityClassLabel).
+WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+#: Kueue's manager, its metrics Service port and the scrape job named after it.
+KUEUE_JOB = "kueue-controller-manager"

@@ -19,6 +19,9 @@ CLUSTER_SCOPED_KINDS = frozenset({
     "IngressClass", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
     "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "VolumeAttachment",
     "CertificateSigningRequest", "FlowSchema", "PriorityLevelConfiguration",
+    # Kueue's (spec.scope: Cluster in kubernetes-sigs/kueue v0.10.6 config/components/crd/bases).
+    "AdmissionCheck", "ClusterQueue", "Cohort", "MultiKueueCluster", "MultiKueueConfig", "ProvisioningRequestConfig",
+    "ResourceFlavor", "Topology", "WorkloadPriorityClass",
 })
 
 

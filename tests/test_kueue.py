@@ -1,0 +1,112 @@
+"""Kueue in dist/ (charts/kueue.py, constructs/training_queue.py; docs/queue.md): the manager
+rendered from the vendored release with our configuration, and the training queue generated from
+the model."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from colocate import app, config as config_mod
+from colocate.charts.kueue import KEPT_WEBHOOK_GROUPS, KEPT_WEBHOOK_RESOURCES
+from colocate.constructs.training_queue import FlavorProps, TrainingQueue, TrainingQueueProps
+from colocate.errors import PropError
+from colocate.model import cluster as cluster_mod
+from colocate.model.names import QUEUE_NAME_LABEL
+from tests.helpers import yaml_load
+
+KUEUE = "apps/kueue-upstream"
+QUEUE = "apps/kueue"
+
+
+def _of(rendered: dict[str, str], folder: str, kind: str) -> list[dict]:
+    docs = [yaml_load(text) for path, text in rendered.items() if path.startswith(f"{folder}/")]
+    return [d for d in docs if d["kind"] == kind]
+
+
+def test_the_cluster_queue_holds_what_the_mixed_pool_holds(rendered):
+    (queue,) = _of(rendered, QUEUE, "ClusterQueue")
+    (flavor,) = queue["spec"]["resourceGroups"][0]["flavors"]
+    quota = {r["name"]: r["nominalQuota"] for r in flavor["resources"]}
+    # The same function writes the training namespace's ResourceQuota: the two cannot disagree.
+    (training_quota,) = [d for d in _of(rendered, "apps/platform", "ResourceQuota") if d["metadata"]["namespace"] == "training"]
+    hard = training_quota["spec"]["hard"]
+    assert quota == {"cpu": hard["requests.cpu"], "memory": hard["requests.memory"], "nvidia.com/gpu": hard["requests.nvidia.com/gpu"]}
+    assert quota["nvidia.com/gpu"] == "12"  # 6 mixed nodes of 2 GPUs
+    assert queue["spec"]["stopPolicy"] == "None"
+    (resource_flavor,) = _of(rendered, QUEUE, "ResourceFlavor")
+    assert resource_flavor["spec"]["nodeLabels"] == {"colocate.io/pool": "mixed"}
+
+
+def test_a_bigger_pool_is_a_bigger_quota():
+    config = config_mod.load()
+    reference = cluster_mod.reference(config)
+    pools = tuple(dataclasses.replace(p, nodes=8) if p.name == "mixed" else p for p in reference.pools)
+    built = app.build(config, dataclasses.replace(reference, pools=pools))
+    files = app.render_files(built)
+    (queue,) = _of(files, QUEUE, "ClusterQueue")
+    gpus = {r["name"]: r["nominalQuota"] for r in queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
+    assert gpus["nvidia.com/gpu"] == "16"
+
+
+def test_every_job_waits_in_the_training_queue(rendered):
+    jobs = [yaml_load(t) for p, t in rendered.items() if p.startswith("apps/training/tfjob.")]
+    assert jobs and all(j["metadata"]["labels"][QUEUE_NAME_LABEL] == "training" for j in jobs)
+    (local,) = _of(rendered, QUEUE, "LocalQueue")
+    assert (local["metadata"]["namespace"], local["spec"]["clusterQueue"]) == ("training", "training")
+
+
+def test_without_a_kueue_section_nothing_is_queued():
+    config = dataclasses.replace(config_mod.load(), kueue=None)
+    files = app.render_files(app.build(config))
+    assert not [p for p in files if p.startswith((f"{KUEUE}/", f"{QUEUE}/"))]
+    jobs = [yaml_load(t) for p, t in files.items() if p.startswith("apps/training/tfjob.")]
+    assert jobs and not any(QUEUE_NAME_LABEL in j["metadata"].get("labels", {}) for j in jobs)
+
+
+def test_argo_cd_leaves_kueue_its_fields_of_a_queued_job(rendered):
+    application = yaml_load(rendered["apps/argocd/application.argocd.colocate-training.yaml"])
+    (ignored,) = application["spec"]["ignoreDifferences"]
+    assert ignored["kind"] == "TFJob" and ".spec.runPolicy.suspend" in ignored["jqPathExpressions"]
+    assert "RespectIgnoreDifferences=true" in application["spec"]["syncPolicy"]["syncOptions"]
+
+
+def test_the_manager_admits_tfjobs_all_or_nothing(rendered):
+    (configmap,) = _of(rendered, KUEUE, "ConfigMap")
+    configuration = yaml_load(configmap["data"]["controller_manager_config.yaml"])
+    assert configuration["integrations"] == {"frameworks": ["kubeflow.org/tfjob"]}
+    assert configuration["manageJobsWithoutQueueName"] is False
+    assert configuration["waitForPodsReady"]["enable"] is True
+    assert configuration["waitForPodsReady"]["timeout"] == f"{config_mod.load().kueue.pods_ready_timeout_seconds}s"
+
+
+def test_no_kueue_webhook_stands_between_online_and_the_api_server(rendered):
+    """Every Kueue webhook fails closed: one on Deployments or Pods would stop every online
+    rollout while the manager is down. Only the TFJob's and Kueue's own kinds are kept."""
+    configurations = _of(rendered, KUEUE, "MutatingWebhookConfiguration") + _of(rendered, KUEUE, "ValidatingWebhookConfiguration")
+    assert len(configurations) == 2
+    matched = {(g, r) for c in configurations for w in c["webhooks"] for rule in w["rules"]
+               for g in rule["apiGroups"] for r in rule["resources"]}
+    assert ("kubeflow.org", "tfjobs") in matched
+    assert all(g in KEPT_WEBHOOK_GROUPS or (g, r) in KEPT_WEBHOOK_RESOURCES for g, r in matched), matched
+
+
+def test_the_manager_is_scraped_without_its_auth_proxy(rendered):
+    (deployment,) = _of(rendered, KUEUE, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    assert [c["name"] for c in pod["containers"]] == ["manager"]
+    assert "--feature-gates=VisibilityOnDemand=false" in pod["containers"][0]["args"]
+    assert pod["nodeSelector"]["colocate.io/pool"] == "monitoring"
+    assert not _of(rendered, KUEUE, "APIService")
+    (monitor,) = _of(rendered, QUEUE, "ServiceMonitor")
+    services = [s for s in _of(rendered, KUEUE, "Service") if s["metadata"]["name"].endswith("metrics-service")]
+    assert [p["name"] for p in services[0]["spec"]["ports"]] == [monitor["spec"]["endpoints"][0]["port"]]
+
+
+def test_a_queue_refuses_flavors_that_cover_different_resources():
+    from cdk8s import App, Chart
+
+    with pytest.raises(PropError, match=r"flavors\['cpu-only'\]\.quota"):
+        TrainingQueue(Chart(App(), "c"), "q", TrainingQueueProps(
+            name="q", namespaces=("training",), tiers=(),
+            flavors=(FlavorProps("gpu", {}, {"cpu": "1", "nvidia.com/gpu": "1"}), FlavorProps("cpu-only", {}, {"cpu": "1"}))))
