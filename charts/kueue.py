@@ -23,7 +23,7 @@ from colocate.constructs.node_pool import NodePool
 from colocate.constructs.service_monitor import ServiceMonitor, ServiceMonitorProps
 from colocate.constructs.training_queue import FlavorProps, TrainingQueue, TrainingQueueProps
 from colocate.model.cluster import Cluster
-from colocate.model.names import CLUSTER_CRITICAL, KUEUE_JOB, POOL_LABEL, PROTECTED_ANNOTATIONS
+from colocate.model.names import CLUSTER_CRITICAL, KUEUE_JOB, POOL_SELECTOR_LABEL, PROTECTED_ANNOTATIONS
 from colocate.synth.vendor_render import KustomizeSource
 
 #: The vendored tree (vendor/sources.yaml) and upstream's kustomize root inside it.
@@ -103,6 +103,10 @@ class KueueChart(ColocateChart):
 
     # After the manager and its CRDs (wave -5), before the TFJobs (wave 0).
     sync_wave = -4
+    # The day's pause sets the ClusterQueue's stopPolicy (colocate offline pause, the schedule's
+    # CronJobs): git leaves it unset and self-heal must not undo it.
+    ignore_differences = ({"group": "kueue.x-k8s.io", "kind": "ClusterQueue", "jsonPointers": ["/spec/stopPolicy"]},)
+    sync_options = ("PruneLast=true", "RespectIgnoreDifferences=true")
 
     def __init__(self, scope: Construct, cluster: Cluster, config: Config, pools: Mapping[str, NodePool]):
         super().__init__(scope, "kueue", folder="apps/kueue")
@@ -111,7 +115,7 @@ class KueueChart(ColocateChart):
         training = [pools[cluster.mixed_pool]]
         self.queue = TrainingQueue(self, "queue", TrainingQueueProps(
             name=cluster.training_queue, namespaces=(cluster.training_namespace,),
-            flavors=[FlavorProps(p.name, {POOL_LABEL: p.name}, pool_totals([p])) for p in training],
+            flavors=[FlavorProps(p.name, {POOL_SELECTOR_LABEL: p.name}, pool_totals([p])) for p in training],
             tiers=[t for t in cluster.tiers if t.role == "offline"]))
         ServiceMonitor(self, "servicemonitor", ServiceMonitorProps(
             name=KUEUE_JOB, namespace=cluster.kueue_namespace, service_labels={"control-plane": "controller-manager"},

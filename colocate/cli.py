@@ -299,15 +299,29 @@ def _offline(args: argparse.Namespace) -> int:
     from colocate.incluster import offline
     from colocate.model.cluster import reference
 
-    if not args.namespace:
-        args.namespace = reference(config_mod.load(Path(args.config)) if args.config else config_mod.load()).training_namespace
-    from colocate.incluster.kube import TFJobs, api_client
+    config = config_mod.load(Path(args.config)) if args.config else config_mod.load()
+    if args.namespace and args.cluster_queue:
+        raise InputError("--cluster-queue", args.cluster_queue, "pauses through Kueue, --namespace suspends each TFJob: give one")
+    if not args.namespace and not args.cluster_queue:
+        cluster = reference(config)
+        if config.kueue:
+            args.cluster_queue = cluster.training_queue
+        else:
+            args.namespace = cluster.training_namespace
+    from colocate.checker.formats import escape
+    from colocate.incluster.kube import ClusterQueues, TFJobs, api_client
 
-    changes = offline.run(TFJobs(api_client(args.kubeconfig)), args.namespace, args.action, args.dry_run)
+    if args.cluster_queue:
+        target, what = args.cluster_queue, "clusterqueue"
+        changes = offline.hold(ClusterQueues(api_client(args.kubeconfig)), args.cluster_queue, args.action, args.dry_run)
+    else:
+        target, what = args.namespace, "tfjob"
+        changes = offline.run(TFJobs(api_client(args.kubeconfig)), args.namespace, args.action, args.dry_run)
     for change in changes:
-        print(f"{'would ' if args.dry_run else ''}{change.action} tfjob {args.namespace}/{change.name} ({change.reason})")
-    print(f"colocate: {len(changes)} TFJob(s) {'to ' + args.action if args.dry_run else args.action + 'd'} in "
-          f"{args.namespace}", file=sys.stderr)
+        name = change.name if args.cluster_queue else f"{args.namespace}/{change.name}"
+        print(f"{'would ' if args.dry_run else ''}{change.action} {what} {escape(name)} ({change.reason})")
+    print(f"colocate: {len(changes)} {'ClusterQueue' if args.cluster_queue else 'TFJob'}(s) "
+          f"{'to ' + args.action if args.dry_run else args.action + 'd'} in {escape(target)}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -485,7 +499,10 @@ def parser() -> argparse.ArgumentParser:
                                    "cluster through --kubeconfig, $KUBECONFIG or ~/.kube/config (current context), "
                                    "else the pod's service account (the CronJobs synth emits). Runbook: docs/runbook-latency.md.")
     f.add_argument("action", choices=("pause", "resume"))
-    f.add_argument("--namespace", help="namespace of the TFJobs (default: the cluster's training namespace)")
+    f.add_argument("--cluster-queue", help="hold (pause) or release (resume) this Kueue ClusterQueue (default with a "
+                                           "kueue section in colocate.yaml: the cluster's training queue)")
+    f.add_argument("--namespace", help="suspend the TFJobs of this namespace one by one instead (default without "
+                                       "Kueue: the cluster's training namespace)")
     f.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
     f.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
     f.set_defaults(func=_offline)

@@ -24,7 +24,7 @@ from colocate.constructs._k8s import emit
 from colocate.constructs.node_pool import NodePool
 from colocate.constructs.service_monitor import ServiceMonitor, ServiceMonitorProps
 from colocate.errors import PropError
-from colocate.model.names import (GUARD_ANNOTATIONS, GIVEN_UP_METRIC, NAME_LABEL, RESUBMISSIONS_METRIC, TFJOB_GROUP, TFJOB_PLURAL)
+from colocate.model.names import (GUARD_ANNOTATIONS, GIVEN_UP_METRIC, KUEUE_API, NAME_LABEL, RESUBMISSIONS_METRIC, TFJOB_GROUP, TFJOB_PLURAL)
 from colocate.model.validate import check_dns_label, check_image, check_pull_secret, check_required_labels, pull_secrets
 
 #: The user the Dockerfile creates (``USER 10001:10001``); the kubelet proves runAsNonRoot only
@@ -265,6 +265,10 @@ class OfflineScheduleProps:
     #: How late a missed run may still start (the controller-manager was down at the time); a run
     #: later than this is skipped, and the next day's comes as usual. Default 3600.
     starting_deadline_seconds: int = 3600
+    #: Kueue's ClusterQueue of the training namespaces: pause and resume set its stopPolicy
+    #: instead of suspending each TFJob, so one CronJob pair and one ClusterRole limited to that
+    #: queue. Default: none (a pair and a Role per namespace).
+    cluster_queue: str | None = None
     #: Requests and limits of its container.
     cpu: str = "100m"
     cpu_limit: str = "500m"
@@ -272,8 +276,10 @@ class OfflineScheduleProps:
 
 
 class OfflineSchedule(Construct):
-    """Per training namespace, a CronJob that pauses its TFJobs before the day peak and one that
-    resumes them after; a ServiceAccount that may only list, get and patch TFJobs there, and list their pods."""
+    """A CronJob that pauses training before the day peak and one that resumes it after: with
+    Kueue, one pair that holds and releases the ClusterQueue and may only get and patch that
+    queue; else a pair per training namespace, whose ServiceAccount may only list, get and patch
+    TFJobs there, and list their pods."""
 
     def __init__(self, scope: Construct, id: str, props: OfflineScheduleProps):
         super().__init__(scope, id)
@@ -281,23 +287,45 @@ class OfflineSchedule(Construct):
         self._validate()
         _service_account(self, p.name, p.namespace)
         s = p.schedule
-        for ns in p.training_namespaces:
-            grant(self, f"rbac-{ns}", name=p.name, namespace=ns, rules=SCHEDULE_RULES,
-                  service_account=p.name, service_account_namespace=p.namespace)
+        if p.cluster_queue:
+            self._queue_rbac(p.cluster_queue)
+        for target in self.targets:
+            if not p.cluster_queue:
+                grant(self, f"rbac-{target}", name=p.name, namespace=target, rules=SCHEDULE_RULES,
+                      service_account=p.name, service_account_namespace=p.namespace)
             for action, minute in (("pause", s.pause_at), ("resume", s.resume_at)):
-                self._cronjob(action, ns, minute)
+                self._cronjob(action, target, minute)
 
-    def cronjob_name(self, action: str, namespace: str) -> str:
-        return f"{self.props.name}-{action}-{namespace}"
+    @property
+    def targets(self) -> list[str]:
+        """What one CronJob pair acts on: the ClusterQueue, else each training namespace."""
+        return [self.props.cluster_queue] if self.props.cluster_queue else list(self.props.training_namespaces)
 
-    def _cronjob(self, action: str, namespace: str, minute_of_day: int) -> None:
+    def cronjob_name(self, action: str, target: str) -> str:
+        return f"{self.props.name}-{action}-{target}"
+
+    def _queue_rbac(self, queue: str) -> None:
         p = self.props
-        name = self.cronjob_name(action, namespace)
+        name = f"{p.name}-{queue}"
+        emit(self, "queue-role", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+            # colocate/incluster/offline.py hold(): get the queue, merge-patch its spec.stopPolicy.
+            "rules": [{"apiGroups": [KUEUE_API.split("/")[0]], "resources": ["clusterqueues"],
+                       "resourceNames": [queue], "verbs": ["get", "patch"]}]})
+        emit(self, "queue-binding", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": p.name, "namespace": p.namespace}]})
+
+    def _cronjob(self, action: str, target: str, minute_of_day: int) -> None:
+        p = self.props
+        name = self.cronjob_name(action, target)
         labels = {NAME_LABEL: p.name}
         hours, minutes = divmod(minute_of_day, 60)
-        container = {"name": "offline", "args": ["offline", action, "--namespace", namespace],
+        where = ["--cluster-queue", target] if p.cluster_queue else ["--namespace", target]
+        container = {"name": "offline", "args": ["offline", action, *where],
                      "resources": _resources(p.cpu, p.cpu_limit, p.memory)}
-        emit(self, f"cronjob-{action}-{namespace}", {
+        emit(self, f"cronjob-{action}-{target}", {
             "apiVersion": "batch/v1", "kind": "CronJob",
             "metadata": {"name": name, "namespace": p.namespace, "labels": dict(labels)},
             "spec": {
@@ -331,9 +359,9 @@ class OfflineSchedule(Construct):
         # The API server refuses a CronJob name over 52 characters: its Jobs are named
         # <cronjob>-<11 characters> within 63 (kubernetes pkg/apis/batch/validation/validation.go,
         # DNS1035LabelMaxLength-11).
-        for ns in p.training_namespaces:
+        for target in self.targets:
             for action in ("pause", "resume"):
-                name = self.cronjob_name(action, ns)
+                name = self.cronjob_name(action, target)
                 if len(name) > 52:
                     raise PropError(where, "name", f"CronJob name {name!r} is {len(name)} characters; a CronJob "
                                     "name may have at most 52: shorten the prefix")

@@ -69,8 +69,6 @@ class TrainingQueue(Construct):
                     {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(props.namespaces)}]},
                 # Priority first, then creation time; a job that does not fit lets smaller ones pass.
                 "queueingStrategy": "BestEffortFIFO",
-                # The day's pause: HoldAndDrain from the schedule's CronJobs (docs/schedule.md).
-                "stopPolicy": "None",
                 "resourceGroups": [{"coveredResources": resources, "flavors": [
                     {"name": f.name, "resources": [{"name": r, "nominalQuota": f.quota[r]} for r in resources]}
                     for f in props.flavors]}],

@@ -567,10 +567,17 @@ def test_synth_refuses_more_claims_than_the_quota_allows_and_check_reports_it(tm
     assert not (tmp_path / "out").exists()
 
 
-def test_synth_refuses_a_job_beyond_the_gpu_quota(tmp_path):
+def test_synth_refuses_a_job_the_queue_can_never_admit(tmp_path):
     _jobs(tmp_path / "jobs", 1, replicas=13, gpus=1)
     proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
-    assert "COL051" in proc.stderr and "requests.nvidia.com/gpu" in proc.stderr, proc.stderr
+    assert "COL119" in proc.stderr and "the job asks 13 nvidia.com/gpu in all, ClusterQueue 'training' holds 12" in proc.stderr, proc.stderr
+
+
+def test_jobs_beyond_one_night_wait_in_the_queue(tmp_path):
+    """14 one-GPU jobs on 12 GPUs: written, and the two that do not fit wait for admission."""
+    _jobs(tmp_path / "jobs", 14, gpus=1)
+    ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 0)
+    assert len(list((tmp_path / "out" / "apps" / "training").glob("tfjob.*.yaml"))) == 14
 
 
 # --- more file names than one command line holds -------------------------------------------------

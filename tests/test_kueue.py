@@ -33,9 +33,14 @@ def test_the_cluster_queue_holds_what_the_mixed_pool_holds(rendered):
     hard = training_quota["spec"]["hard"]
     assert quota == {"cpu": hard["requests.cpu"], "memory": hard["requests.memory"], "nvidia.com/gpu": hard["requests.nvidia.com/gpu"]}
     assert quota["nvidia.com/gpu"] == "12"  # 6 mixed nodes of 2 GPUs
-    assert queue["spec"]["stopPolicy"] == "None"
+    # Unset in git: the day's pause owns it (colocate offline pause), and Argo CD ignores it.
+    assert "stopPolicy" not in queue["spec"]
+    application = yaml_load(rendered["apps/argocd/application.argocd.colocate-kueue.yaml"])
+    assert application["spec"]["ignoreDifferences"] == [
+        {"group": "kueue.x-k8s.io", "kind": "ClusterQueue", "jsonPointers": ["/spec/stopPolicy"]}]
     (resource_flavor,) = _of(rendered, QUEUE, "ResourceFlavor")
-    assert resource_flavor["spec"]["nodeLabels"] == {"colocate.io/pool": "mixed"}
+    # The label the jobs' required affinity names, which only the node provisioner can set.
+    assert resource_flavor["spec"]["nodeLabels"] == {"node-restriction.kubernetes.io/colocate-pool": "mixed"}
 
 
 def test_a_bigger_pool_is_a_bigger_quota():

@@ -94,3 +94,46 @@ def test_an_answer_that_is_not_a_list_is_a_clear_error(tmp_path):
         server.shutdown()
     assert proc.returncode == 2 and "did not return a list of items" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def _queue(stop: str | None = None, paused_by: str | None = None) -> dict:
+    queue = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "training"}, "spec": {}}
+    if stop:
+        queue["spec"]["stopPolicy"] = stop
+    if paused_by:
+        queue["metadata"]["annotations"] = {"colocate.io/paused-by": paused_by}
+    return queue
+
+
+def test_with_kueue_pause_holds_and_drains_the_queue_once():
+    change = offline.plan_hold(_queue(), "pause")
+    assert (change.name, change.action) == ("training", "pause")
+    assert offline.hold_patch(change) == {"metadata": {"annotations": {"colocate.io/paused-by": offline.PAUSED_BY}},
+                                          "spec": {"stopPolicy": "HoldAndDrain"}}
+    assert offline.plan_hold(_queue("HoldAndDrain", offline.PAUSED_BY), "pause") is None
+    # A queue someone holds (admitted jobs run to completion) is drained by the pause all the same.
+    assert offline.plan_hold(_queue("Hold"), "pause").reason == "stopPolicy Hold -> HoldAndDrain"
+
+
+def test_with_kueue_resume_releases_only_a_hold_pause_set():
+    change = offline.plan_hold(_queue("HoldAndDrain", offline.PAUSED_BY), "resume")
+    assert offline.hold_patch(change) == {"metadata": {"annotations": {"colocate.io/paused-by": None}},
+                                          "spec": {"stopPolicy": "None"}}
+    assert offline.plan_hold(_queue("HoldAndDrain"), "resume") is None  # held by hand: stays held
+    assert offline.plan_hold(_queue(), "resume") is None
+
+
+def test_the_schedule_holds_the_queue_when_kueue_admits_training(rendered):
+    pause = yaml_load(rendered["apps/training-control/cronjob.colocate-system.colocate-offline-pause-training.yaml"])
+    args = pause["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args == ["offline", "pause", "--cluster-queue", "training"]
+    role = yaml_load(rendered["apps/training-control/clusterrole.colocate-offline-training.yaml"])
+    assert role["rules"] == [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"],
+                              "resourceNames": ["training"], "verbs": ["get", "patch"]}]
+
+
+def test_namespace_and_cluster_queue_together_are_refused(tmp_path):
+    proc = colocate("offline", "pause", "--namespace", "training", "--cluster-queue", "training",
+                    "--kubeconfig", str(tmp_path / "none"))
+    assert proc.returncode == 2, proc.stderr
+    assert "--cluster-queue" in proc.stderr and "Traceback" not in proc.stderr

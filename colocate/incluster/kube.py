@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from colocate.errors import ColocateError
-from colocate.model.names import JOB_NAME_LABEL, TFJOB_GROUP, TFJOB_PLURAL, TFJOB_VERSION
+from colocate.model.names import JOB_NAME_LABEL, KUEUE_API, TFJOB_GROUP, TFJOB_PLURAL, TFJOB_VERSION
+
+KUEUE_GROUP, KUEUE_VERSION = KUEUE_API.split("/")
+CLUSTER_QUEUES = "clusterqueues"
 
 
 def api_client(kubeconfig: str | None = None):
@@ -56,6 +59,42 @@ def status(exc: Exception) -> int | None:
     return getattr(exc, "status", None)
 
 
+#: Seconds a request may take before the command gives up on the API server.
+REQUEST_TIMEOUT = 30
+
+
+def _call(what: str, fn, *args, **kwargs) -> Any:
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    try:
+        return fn(*args, **kwargs)
+    except ApiException as exc:
+        raise ColocateError(f"{what}: {refusal(exc)}") from exc
+    except (HTTPError, OSError) as exc:
+        raise ColocateError(f"{what}: the API server did not answer ({exc})") from None
+
+
+class ClusterQueues:
+    """Kueue's ClusterQueues (cluster-scoped) through the custom objects API."""
+
+    def __init__(self, api):
+        from kubernetes import client
+
+        self.api = client.CustomObjectsApi(api)
+
+    def get(self, name: str) -> dict[str, Any]:
+        answer = _call(f"get clusterqueue {name}", self.api.get_cluster_custom_object, KUEUE_GROUP, KUEUE_VERSION,
+                       CLUSTER_QUEUES, name, _request_timeout=REQUEST_TIMEOUT)
+        if not isinstance(answer, dict) or not isinstance(answer.get("spec", {}), dict):
+            raise ColocateError(f"get clusterqueue {name}: the API server did not return a ClusterQueue")
+        return answer
+
+    def merge_patch(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        return _call(f"patch clusterqueue {name}", self.api.patch_cluster_custom_object, KUEUE_GROUP, KUEUE_VERSION,
+                     CLUSTER_QUEUES, name, patch, _request_timeout=REQUEST_TIMEOUT)
+
+
 class TFJobs:
     """TFJobs (kubeflow.org/v1) through the custom objects API."""
 
@@ -66,15 +105,7 @@ class TFJobs:
         self.core = client.CoreV1Api(api)
 
     def _call(self, what: str, fn, *args, **kwargs) -> Any:
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
-
-        try:
-            return fn(TFJOB_GROUP, TFJOB_VERSION, *args, **kwargs)
-        except ApiException as exc:
-            raise ColocateError(f"{what}: {refusal(exc)}") from exc
-        except (HTTPError, OSError) as exc:
-            raise ColocateError(f"{what}: the API server did not answer ({exc})") from None
+        return _call(what, fn, TFJOB_GROUP, TFJOB_VERSION, *args, **kwargs)
 
     def list(self, namespace: str) -> list[dict[str, Any]]:
         answer = self._call(f"list tfjobs in {namespace}", self.api.list_namespaced_custom_object, namespace, TFJOB_PLURAL)

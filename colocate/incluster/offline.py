@@ -6,7 +6,13 @@ on from its last checkpoint (pkg/controller.v1/common/job.go ReconcileJobs, v1.7
 suspends every unfinished TFJob that is not already suspended and marks it with
 ``colocate.io/paused-by``, so resume starts only what pause stopped, never a job someone suspended
 on purpose. Argo CD leaves both live edits alone: git sets neither field, and its three-way diff
-only reverts fields that git or the last applied manifest set (docs/runbook-latency.md)."""
+only reverts fields that git or the last applied manifest set (docs/runbook-latency.md).
+
+With Kueue (docs/queue.md) pause and resume hold the training ClusterQueue instead: its
+``spec.stopPolicy`` set to HoldAndDrain evicts every admitted workload, whose TFJob Kueue then
+suspends, and admits none until it is None again. One object, so no job created, re-created or
+resubmitted during the day escapes the pause, and no partial pause. The same annotation marks a
+queue pause held, so resume never lifts a hold someone set on purpose."""
 from __future__ import annotations
 
 import time
@@ -17,7 +23,7 @@ from colocate.errors import ColocateError
 from colocate.model.names import PAUSED_BY_ANNOTATION
 
 if TYPE_CHECKING:
-    from colocate.incluster.kube import TFJobs
+    from colocate.incluster.kube import ClusterQueues, TFJobs
 
 PAUSED_BY = "colocate-offline-pause"
 _FINISHED = ("Succeeded", "Failed")
@@ -90,3 +96,37 @@ def run(jobs: "TFJobs", namespace: str, action: str, dry_run: bool = False, wait
             log(f"waiting for the pods of {', '.join(c.name for c in waiting)} to be gone before resuming")
             time.sleep(1.0)
     return changes
+
+
+#: ClusterQueue ``spec.stopPolicy`` per action (kueue v0.10.6 apis/kueue/v1beta1/clusterqueue_types.go).
+STOP_POLICY = {"pause": "HoldAndDrain", "resume": "None"}
+
+
+def plan_hold(queue: dict[str, Any], action: str) -> Change | None:
+    """What pause or resume does to a ClusterQueue, from its live state: pause holds and drains it
+    unless it is already; resume releases it only when pause held it."""
+    name = (queue.get("metadata") or {}).get("name", "")
+    stop = (queue.get("spec") or {}).get("stopPolicy") or "None"
+    ours = ((queue.get("metadata") or {}).get("annotations") or {}).get(PAUSED_BY_ANNOTATION) == PAUSED_BY
+    if action == "pause" and stop != STOP_POLICY["pause"]:
+        return Change(name, "pause", f"stopPolicy {stop} -> {STOP_POLICY['pause']}")
+    if action == "resume" and ours:
+        return Change(name, "resume", f"held by {PAUSED_BY}: stopPolicy {stop} -> {STOP_POLICY['resume']}")
+    return None
+
+
+def hold_patch(change: Change) -> dict[str, Any]:
+    """The JSON merge patch for a queue change: hold and mark, or release and unmark."""
+    pause = change.action == "pause"
+    return {"metadata": {"annotations": {PAUSED_BY_ANNOTATION: PAUSED_BY if pause else None}},
+            "spec": {"stopPolicy": STOP_POLICY[change.action]}}
+
+
+def hold(queues: "ClusterQueues", name: str, action: str, dry_run: bool = False) -> list[Change]:
+    """Plan ``action`` on the live ClusterQueue ``name`` and send its patch (unless ``dry_run``)."""
+    change = plan_hold(queues.get(name), action)
+    if change is None:
+        return []
+    if not dry_run:
+        queues.merge_patch(name, hold_patch(change))
+    return [change]

@@ -102,9 +102,11 @@ def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool,
           resubmitting: bool, log, started: float, argo: argocd.ArgoCD | None = None) -> None:
     """Each step: its actions, the replicas, settle, and what the cluster holds then."""
     from colocate.incluster import offline
-    from colocate.incluster.kube import TFJobs, api_client
+    from colocate.incluster.kube import ClusterQueues, TFJobs, api_client
 
-    jobs = TFJobs(api_client(str(cp.kubeconfig)))
+    api = api_client(str(cp.kubeconfig))
+    jobs, cluster_queues = TFJobs(api), ClusterQueues(api)
+    queues = sorted(d["metadata"]["name"] for _, d in docs if d["kind"] == "ClusterQueue")
     tiers = _tiers(docs)
     current: dict[str, int] = {}
     for index, step in enumerate(planned):
@@ -112,7 +114,12 @@ def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool,
         report = steps_mod.StepReport(step.name, actions=list(step.notes))
         changed = False
         if step.offline:
-            for namespace in _training_namespaces(docs):
+            # As the schedule's CronJobs do: through Kueue's ClusterQueue when dist/ has one.
+            for queue in queues:
+                done = offline.hold(cluster_queues, queue, step.offline)
+                report.actions.append(f"offline {step.offline}: ClusterQueue {queue} "
+                                      f"{done[0].reason if done else 'unchanged'}")
+            for namespace in [] if queues else _training_namespaces(docs):
                 done = offline.run(jobs, namespace, step.offline)
                 report.actions.append(f"offline {step.offline}: {len(done)} TFJob(s) in {namespace}")
             changed = True

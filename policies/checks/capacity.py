@@ -10,7 +10,7 @@ from typing import Callable, Iterator
 from colocate.model import quantity
 from colocate.checker import WORKLOAD_KINDS, Index, Rule, Violation, reads
 from colocate.checker.manifests import PodSpec, pod_specs
-from colocate.model.names import GPU
+from colocate.model.names import GPU, QUEUE_NAME_LABEL
 from colocate.model.pool_facts import PoolFacts, tolerated
 from colocate.model.pools import Resources
 from colocate.model.scheduling import node_selected
@@ -74,7 +74,10 @@ def _contributions(doc, pools: tuple[PoolFacts, ...]) -> list[list]:
     """[namespace, quota key, contributor, amount] of one object, in the order they are summed:
     its pods (replicas counted, quota units: millicores, bytes, count), then its object counts."""
     out: list[list] = []
-    for pod in pod_specs(doc) if doc.kind in WORKLOAD_KINDS else ():  # most objects have none
+    # A job in a Kueue queue runs only once admitted within its ClusterQueue's quota: its pods
+    # are the queue's to count (COL119), not the namespace's sum of everything in the tree.
+    queued = doc.kind == "TFJob" and isinstance(((doc.obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL), str)
+    for pod in pod_specs(doc) if doc.kind in WORKLOAD_KINDS and not queued else ():  # most objects have none
         ns = doc.namespace
         count = replicas(pod, _nodes(pod, pools))
         for which in ("requests", "limits"):

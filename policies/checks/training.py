@@ -12,11 +12,11 @@ from typing import Any, Iterator
 from colocate.model import quantity
 from colocate.checker import Index, Rule, Violation, reads
 from colocate.model.names import (CHECKPOINT_ENV, GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, JOB_ROLE_LABEL,
-                                   OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL,
+                                   OPERATOR_NAME_LABEL, QUEUE_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL,
                                    TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER,
                                    TFJOB_MIN_GRACE_SECONDS, tf_role)
 from colocate.checker.manifests import Doc, PodSpec
-from colocate.model.pods import containers
+from colocate.model.pods import containers, pod_resources, replicas
 from colocate.policies.checks.gpus import gpu_quantity
 from colocate.model.scheduling import selector_matches
 
@@ -268,3 +268,58 @@ def tfjob_ps_chief(index: Index, rule: Rule) -> Iterator[Violation]:
         specs = _replica_specs(doc)
         if PS_ROLE in specs and not any(role in specs for role in CHIEF_ROLES):
             yield Violation(doc, "spec.tfReplicaSpecs", f"{specs[PS_ROLE][0]} but no Chief")
+
+
+def _queue_quota(queue: Doc) -> dict[str, int]:
+    """A ClusterQueue's nominal quota per resource, summed over its flavors (quota units)."""
+    total: dict[str, int] = defaultdict(int)
+    for group in (queue.obj.get("spec") or {}).get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            for resource in flavor.get("resources") or []:
+                value = resource.get("nominalQuota")
+                if isinstance(value, (str, int)) and quantity.is_quantity(str(value)):
+                    kind = "cpu" if resource.get("name") == "cpu" else "memory" if resource.get("name") == "memory" else "count"
+                    total[resource["name"]] += _in_units(kind, str(value))
+    return dict(total)
+
+
+def _in_units(kind: str, value: str) -> int:
+    return quantity.millicores(value) if kind == "cpu" else quantity.to_bytes(value) if kind == "memory" \
+        else int(quantity.parse(value))
+
+
+@reads("TFJob", "LocalQueue", "ClusterQueue", pods=True)
+def tfjob_queue_fits(index: Index, rule: Rule) -> Iterator[Violation]:
+    """A TFJob that names a Kueue LocalQueue: the queue exists in the checked tree, and the whole
+    job fits its ClusterQueue's quota, else Kueue never admits it (the job waits for ever). A tree
+    with no ClusterQueue is not judged: its queues live elsewhere."""
+    cluster_queues = {d.name: d for d in index.of_kind("ClusterQueue")}
+    if not cluster_queues:
+        return
+    local = {(d.namespace, d.name): d for d in index.of_kind("LocalQueue")}
+    asks: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for pod in index.pods():
+        if pod.doc.kind == "TFJob":
+            r, count = pod_resources(pod.spec), replicas(pod, 0)
+            for name, amount in (("cpu", r.cpu_milli), ("memory", r.memory_bytes), (GPU, r.gpus)):
+                asks[pod.doc.ref][name] += amount * count
+    for doc in index.of_kind("TFJob"):
+        queue_name = (doc.obj.get("metadata") or {}).get("labels", {}).get(QUEUE_NAME_LABEL)
+        if not isinstance(queue_name, str):
+            continue
+        field = f"metadata.labels[{QUEUE_NAME_LABEL}]"
+        queue = local.get((doc.namespace, queue_name))
+        if queue is None:
+            yield Violation(doc, field, f"no LocalQueue {queue_name!r} in namespace {doc.namespace!r}")
+            continue
+        cq_name = (queue.obj.get("spec") or {}).get("clusterQueue")
+        cq = cluster_queues.get(cq_name)
+        if cq is None:
+            yield Violation(doc, field, f"LocalQueue {queue_name!r} points at ClusterQueue {cq_name!r}, which is not in the tree")
+            continue
+        quota = _queue_quota(cq)
+        for name, amount in sorted(asks[doc.ref].items()):
+            if amount and amount > quota.get(name, 0):
+                printer = quantity.format_cpu if name == "cpu" else quantity.format_bytes if name == "memory" else str
+                yield Violation(doc, "spec.tfReplicaSpecs", f"the job asks {printer(amount)} {name} in all, "
+                                f"ClusterQueue {cq_name!r} holds {printer(quota.get(name, 0))}")
