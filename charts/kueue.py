@@ -41,7 +41,7 @@ MANAGER_CONTAINER = "manager"
 #: config/default/manager_auth_proxy_patch.yaml@v0.10.6: a kube-rbac-proxy in front of /metrics.
 #: Prometheus scrapes the manager directly here, as it does the training-operator.
 AUTH_PROXY_CONTAINER = "kube-rbac-proxy"
-METRICS_SERVICE = "kueue-controller-manager-metrics-service"
+METRICS_SERVICE = KUEUE_JOB
 METRICS_PORT_NAME = "metrics"
 METRICS_PORT = 8080
 #: The on-demand visibility API (config/components/visibility@v0.10.6): an aggregated APIService
@@ -118,7 +118,7 @@ class KueueChart(ColocateChart):
             flavors=[FlavorProps(p.name, {POOL_SELECTOR_LABEL: p.name}, pool_totals([p])) for p in training],
             tiers=[t for t in cluster.tiers if t.role == "offline"]))
         ServiceMonitor(self, "servicemonitor", ServiceMonitorProps(
-            name=KUEUE_JOB, namespace=cluster.kueue_namespace, service_labels={"control-plane": "controller-manager"},
+            name=DEPLOYMENT, namespace=cluster.kueue_namespace, service_labels={"control-plane": "controller-manager"},
             port=METRICS_PORT_NAME, monitor_labels=cluster.monitor_labels))
 
     def rendered(self, config: Config) -> list[Rendered]:

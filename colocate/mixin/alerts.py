@@ -114,6 +114,20 @@ class Alerts(LatencyGuard):
                         "training-operator v1.7.0 deletes every pod of a failed job (cleanPodPolicy All, which "
                         "releases their GPUs; after a backoff-limit or deadline failure whatever cleanPodPolicy "
                         "says), so read the logs from the log store."),
+            # Kueue (docs/queue.md): jobs wait in the training queue and nothing was admitted over
+            # a whole day, hold included. kueue_admitted_workloads_total is absent until the
+            # queue's first admission, hence unless rather than a comparison with 0.
+            _alert("ColocateTrainingQueueStalled",
+                   f"sum by (cluster_queue) (kueue_pending_workloads{{job=\"{c.kueue_job}\", cluster_queue=\"{c.training_queue}\"}}) > 0"
+                   f" unless on (cluster_queue) sum by (cluster_queue) (increase(kueue_admitted_workloads_total"
+                   f"{{job=\"{c.kueue_job}\", cluster_queue=\"{c.training_queue}\"}}[{c.queue_stalled_window}])) > 0",
+                   c.queue_stalled_for,
+                   summary=f"Training queue admitted nothing in {c.queue_stalled_window} while jobs wait.",
+                   description="{{ $value }} job(s) wait in ClusterQueue {{ $labels.cluster_queue }}, which admitted "
+                               f"none in the last {c.queue_stalled_window}: a whole night went by without training.",
+                   hint="kubectl get clusterqueue -o yaml: a stopPolicy left at HoldAndDrain (the resume did not run: "
+                        "colocate offline resume) or a quota below every waiting job; kubectl describe workload -n "
+                        "training names why each job is inadmissible."),
             _alert("ColocateTFJobResubmissionGivenUp", self.tfjobs_given_up, "0m",
                    summary="TFJob given up after repeated disruptions.",
                    description=f"TFJob {{{{ $labels.namespace }}}}/{{{{ $labels.{c.tfjob_label} }}}} failed by a "

@@ -22,7 +22,7 @@ from typing import Any
 from colocate import promql
 from colocate.model.slo import LatencySlo
 from colocate.model.names import (DISRUPTION_ANNOTATION, TFJOB_ANNOTATION_LABEL, TFJOB_ANNOTATION_METRIC, DCGM_EXPORTER_JOB,
-                                  GIVEN_UP_METRIC, MAX_MEMORY_BURST, NAME_LABEL, POOL_LABEL,
+                                  GIVEN_UP_METRIC, KUEUE_JOB, MAX_MEMORY_BURST, NAME_LABEL, POOL_LABEL,
                                   RESUBMISSIONS_METRIC, RESUBMITTER, TF_CONTAINER, TFJOB_CONDITION_LABEL,
                                   TFJOB_CONDITION_METRIC, TFJOB_NAME_METRIC_LABEL, TRAINING_OPERATOR_JOB)
 
@@ -111,6 +111,13 @@ class MixinConfig:
     dcgm_job: str = DCGM_EXPORTER_JOB
     #: Our ServiceMonitor on Service ``training-operator`` in kubeflow (job = Service name).
     training_operator_job: str = TRAINING_OPERATOR_JOB
+    #: Kueue's manager (job = its metrics Service's name) and the training ClusterQueue.
+    kueue_job: str = KUEUE_JOB
+    training_queue: str = "training"
+    #: A queue with jobs waiting that admitted none for this long has not moved for a whole night
+    #: (the day's hold lasts at most the peak, which is shorter than a day).
+    queue_stalled_window: str = "24h"
+    queue_stalled_for: str = "30m"
     #: The resubmitter (charts/training_control.py), scraped through its Service of this name with
     #: honorLabels, so ``namespace`` is the TFJob's; its counter of re-creations (label
     #: ``reason``: the disruption) and its gauge of TFJobs given up at the cap (label ``tfjob``).
@@ -185,6 +192,7 @@ class MixinConfig:
     @classmethod
     def from_cluster(cls, cluster: Any) -> "MixinConfig":
         return cls(training_namespace=cluster.training_namespace, mixed_pool=cluster.mixed_pool,
+                   training_queue=cluster.training_queue,
                    prepull_namespace=cluster.prepull_namespace,
                    online_priority_class=cluster.tier("online").name,
                    offline_priority_class=cluster.tier("offline").name,

@@ -93,6 +93,14 @@ class Dashboards(LatencyGuard):
             for event, label in (("created", "created"), ("successful", "succeeded"), ("restarted", "restarted"))],
             description="training_operator_jobs_*_total counters, framework tensorflow. No failed line: v1.7.0 "
                         "does not count failures through the backoff limit; TFJobs by state shows them."))
+        queue = (eq("job", c.kueue_job), eq("cluster_queue", c.training_queue))
+        dashboard.with_panel(_timeseries(layout, "Training queue: jobs waiting, and admission wait (p90)", [
+            Query(f"sum by (status) ({sel('kueue_pending_workloads', *queue)})", "waiting: {{status}}"),
+            Query(f"histogram_quantile(0.9, sum by (le) (rate({sel('kueue_admission_wait_time_seconds_bucket', *queue)}[1h]))) / 3600",
+                  "p90 wait (hours)")],
+            description="Kueue's ClusterQueue of the training namespaces (docs/queue.md): jobs waiting "
+                        "(inadmissible while the day holds the queue), and how long the jobs admitted in the "
+                        "last hour waited, created or requeued to admitted."))
         resubmissions = sel(c.resubmissions_metric, eq("job", c.resubmitter_job), ns)
         dashboard.with_panel(_timeseries(layout, "TFJob resubmissions per hour by disruption, and jobs given up", [
             Query(f"sum by ({c.resubmission_reason_label}) (increase({resubmissions}[1h]))",

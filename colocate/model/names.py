@@ -219,5 +219,6 @@ KUEUE_API = "kueue.x-k8s.io/v1beta1"
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 #: The label that gives a job a WorkloadPriorityClass (same file, WorkloadPriorityClassLabel).
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-#: Kueue's manager, its metrics Service port and the scrape job named after it.
-KUEUE_JOB = "kueue-controller-manager"
+#: Kueue's metrics Service (config/default@v0.10.6, name prefix ``kueue-``): the scrape job is
+#: named after it.
+KUEUE_JOB = "kueue-controller-manager-metrics-service"
