@@ -570,7 +570,7 @@ def test_synth_refuses_more_claims_than_the_quota_allows_and_check_reports_it(tm
 def test_synth_refuses_a_job_the_queue_can_never_admit(tmp_path):
     _jobs(tmp_path / "jobs", 1, replicas=13, gpus=1)
     proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
-    assert "COL119" in proc.stderr and "the job asks 13 nvidia.com/gpu in all, ClusterQueue 'training' holds 12" in proc.stderr, proc.stderr
+    assert "COL120" in proc.stderr and "the job asks 13 nvidia.com/gpu in all, ClusterQueue 'training' holds 12" in proc.stderr, proc.stderr
 
 
 def test_jobs_beyond_one_night_wait_in_the_queue(tmp_path):

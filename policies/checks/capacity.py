@@ -75,7 +75,7 @@ def _contributions(doc, pools: tuple[PoolFacts, ...]) -> list[list]:
     its pods (replicas counted, quota units: millicores, bytes, count), then its object counts."""
     out: list[list] = []
     # A job in a Kueue queue runs only once admitted within its ClusterQueue's quota: its pods
-    # are the queue's to count (COL119), not the namespace's sum of everything in the tree.
+    # are the queue's to count (COL120), not the namespace's sum of everything in the tree.
     queued = doc.kind == "TFJob" and isinstance(((doc.obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL), str)
     for pod in pod_specs(doc) if doc.kind in WORKLOAD_KINDS and not queued else ():  # most objects have none
         ns = doc.namespace

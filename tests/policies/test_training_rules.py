@@ -55,8 +55,8 @@ FIELDS = {
     "COL116/fail.cpu-chief.yaml": {"spec.tfReplicaSpecs.Chief.template.spec.containers"},
     "COL116/fail.lowercase-worker.yaml": {"spec.tfReplicaSpecs.Chief.template.spec.containers"},
     "COL117/fail.yaml": {"spec.tfReplicaSpecs"},
-    "COL119/fail.yaml": {"spec.tfReplicaSpecs"},
-    "COL119/fail-no-queue.yaml": {"metadata.labels[kueue.x-k8s.io/queue-name]"},
+    "COL120/fail.yaml": {"spec.tfReplicaSpecs"},
+    "COL120/fail-no-queue.yaml": {"metadata.labels[kueue.x-k8s.io/queue-name]"},
 }
 
 
