@@ -11,7 +11,7 @@ from typing import Iterator
 from colocate.model import quantity
 from colocate.checker import Index, Rule, Violation, reads
 from colocate.model.scheduling import ImageRef, reference_error
-from colocate.model.names import BUILTIN_PRIORITY_CLASSES, MAX_USER_PRIORITY, MIN_GAP_FACTOR, TIER_LABEL
+from colocate.model.names import BUILTIN_PRIORITY_CLASSES, KUBEFLOW_REPLICA_SPECS, MAX_USER_PRIORITY, MIN_GAP_FACTOR, TIER_LABEL
 from colocate.model.tiers import ROLE_RANK, TierClass, inversions
 from colocate.model.pods import containers
 
@@ -141,7 +141,8 @@ def namespaced_without_namespace(index: Index, rule: Rule) -> Iterator[Violation
 @reads("PriorityClass", pods=True)
 def pod_priority(index: Index, rule: Rule) -> Iterator[Violation]:
     """Pods outside the offline namespaces have a class above the offline tier (the pre-pull
-    namespace excepted). Offline namespaces and TFJobs are COL004's and COL102's: one finding per fault."""
+    namespace excepted). Offline namespaces and TFJobs are COL004's and COL102's, the other Kubeflow
+    training kinds COL118's: one finding per fault."""
     cluster = index.ctx.cluster
     values = dict(BUILTIN_PRIORITY_CLASSES)
     values.update({t.name: t.value for t in cluster.tiers})
@@ -152,7 +153,7 @@ def pod_priority(index: Index, rule: Rule) -> Iterator[Violation]:
                    next((c for c, _ in _tier_classes(index) if c.role == "offline"), model))
     low_allowed = index.ctx.offline_namespaces | {cluster.prepull_namespace}
     for pod in index.pods():
-        if pod.doc.namespace in index.ctx.offline_namespaces or pod.doc.kind == "TFJob":
+        if pod.doc.namespace in index.ctx.offline_namespaces or pod.doc.kind in KUBEFLOW_REPLICA_SPECS:
             continue
         name = pod.spec.get("priorityClassName")
         field = f"{pod.path}.priorityClassName"
@@ -169,7 +170,7 @@ def platform_requests(index: Index, rule: Rule) -> Iterator[Violation]:
     into requests."""
     skip = index.ctx.offline_namespaces | index.ctx.online_namespaces | {index.ctx.cluster.prepull_namespace}
     for pod in index.pods():
-        if pod.doc.namespace in skip or pod.doc.kind == "TFJob":
+        if pod.doc.namespace in skip or pod.doc.kind in KUBEFLOW_REPLICA_SPECS:
             continue
         for path, container in containers(pod, ("containers",)):
             resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}

@@ -15,7 +15,7 @@ from colocate.model.names import (CHECKPOINT_ENV, GPU, JOB_NAME_LABEL, MAX_MEMOR
                                    OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL,
                                    TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER,
                                    TFJOB_MIN_GRACE_SECONDS, tf_role)
-from colocate.checker.manifests import Doc, PodSpec
+from colocate.checker.manifests import Doc, PodSpec, replica_specs_field
 from colocate.model.pods import containers
 from colocate.policies.checks.gpus import gpu_quantity
 from colocate.model.scheduling import selector_matches
@@ -50,6 +50,16 @@ def tfjob_offline_namespace(index: Index, rule: Rule) -> Iterator[Violation]:
         if doc.kind in rule.kinds and doc.namespace and doc.namespace not in index.ctx.offline_namespaces:
             tier = "an online namespace" if doc.namespace in index.ctx.online_namespaces else "not offline"
             yield Violation(doc, "metadata.namespace", f"{doc.namespace} is {tier}")
+
+
+@reads("PyTorchJob", "MPIJob", "XGBoostJob", "MXJob", "PaddleJob")
+def ungoverned_training_kind(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Kubeflow training jobs of a kind other than TFJob: nothing pauses or resubmits them."""
+    for doc in index.docs:
+        field = replica_specs_field(doc) if doc.kind in rule.kinds else ""
+        if field:
+            yield Violation(doc, "kind", f"kind {doc.kind}: its replicas (spec.{field}) run unpaused through the "
+                            "day peak and are not resubmitted when online work preempts them")
 
 
 def _claim_volumes(pod: PodSpec) -> dict[str, str]:
