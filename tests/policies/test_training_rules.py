@@ -44,6 +44,7 @@ FIELDS = {
     "COL109/fail.yaml": {"spec.runPolicy.schedulingPolicy.priorityClass"},
     "COL004/fail.tfjob.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.priorityClassName"},
     "COL005/fail.tfjob.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.tolerations[0]"},
+    "COL005/fail.tfjob-empty-key.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.tolerations[0]"},
     "COL110/fail.yaml": {"spec.tfReplicaSpecs"},
     "COL112/fail.unset.yaml": {"spec.runPolicy"},
     "COL112/fail.running.yaml": {"spec.runPolicy.cleanPodPolicy"},
