@@ -178,6 +178,23 @@ def test_diff_names_an_inversion_as_dangerous(tmp_path):
         in proc.stdout, proc.stdout
 
 
+@pytest.mark.parametrize("name", ["online-high", "offline-batch"])
+def test_deleting_a_tier_priority_class_from_dist_is_an_error_in_check_and_dangerous_in_diff(tmp_path, name):
+    from tests.helpers import git
+
+    dist = _dist_copy(tmp_path / "dist")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "base")
+    (dist / "apps" / "platform" / f"priorityclass.{name}.yaml").unlink()
+    found = _rules(ran(colocate("check", "dist", "--format", "json", cwd=tmp_path), 1))
+    [missing] = found["COL014"]
+    assert missing["kind"] == "DistIndex" and f"PriorityClass {name} " in missing["message"], missing
+    assert "colocate synth" in missing["fix"]
+    proc = ran(colocate("diff", "main", "--no-policy", "--no-capacity", cwd=tmp_path), 0)
+    assert "1 dangerous" in proc.stdout and f"{name} is the " in proc.stdout and "prunes it" in proc.stdout, proc.stdout
+
+
 # --- synth never deletes a user's files --------------------------------------------------------
 
 

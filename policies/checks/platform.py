@@ -219,3 +219,17 @@ def offline_no_preemption(index: Index, rule: Rule) -> Iterator[Violation]:
         policy = doc.obj.get("preemptionPolicy")
         if policy != "Never":
             yield Violation(doc, "preemptionPolicy", f"{policy or 'unset (PreemptLowerPriority)'}")
+
+
+@reads("PriorityClass", "DistIndex")
+def tier_classes_kept(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Every tier's PriorityClass is in each checked colocate dist/ (the folder of a DistIndex):
+    Argo CD prunes what dist/ no longer holds."""
+    classes = [(PurePath(d.file), d.name) for d in index.of_kind("PriorityClass") if d.group == "scheduling.k8s.io"]
+    for dist_index in index.of_kind("DistIndex"):
+        root = PurePath(dist_index.file).parent
+        held = {name for file, name in classes if root in file.parents}
+        for tier in index.ctx.cluster.tiers:
+            if tier.name not in held:
+                yield Violation(dist_index, "folders", f"PriorityClass {tier.name} ({tier.role} tier) is not in {root}: "
+                                "Argo CD prunes it, and the Priority admission plugin then refuses every new pod naming it")
