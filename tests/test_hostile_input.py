@@ -178,6 +178,47 @@ def test_diff_names_an_inversion_as_dangerous(tmp_path):
         in proc.stdout, proc.stdout
 
 
+def _relabel(dist: Path, rel: str, tier: str) -> None:
+    path = dist / "apps" / "platform" / rel
+    doc = yaml_load(path.read_text())
+    doc["metadata"]["labels"]["colocate.io/tier"] = tier
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def test_relabelling_the_training_namespace_online_is_an_error_and_switches_no_rule_off(tmp_path):
+    dist = _dist_copy(tmp_path / "dist")
+    _relabel(dist, "namespace.training.yaml", "online")
+    sneaky = yaml_load((dist / "apps" / "online" / "deployment.online.recsys-inference.yaml").read_text())
+    sneaky["metadata"].update(namespace="training", name="sneaky-trainer")
+    write(dist / "apps" / "training" / "deployment.training.sneaky-trainer.yaml", [sneaky])
+    found = _rules(ran(colocate("check", "dist", "--format", "json", cwd=tmp_path), 1))
+    [label] = found["COL015"]
+    assert "Namespace training is the configuration's offline namespace but is labelled colocate.io/tier: online" \
+        in label["message"], label
+    assert [f["name"] for f in found["COL004"]] == ["sneaky-trainer"] and [f["name"] for f in found["COL005"]] == ["sneaky-trainer"]
+
+
+def test_an_offline_class_relabelled_online_is_an_error_and_diff_calls_it_a_tier_inversion(tmp_path):
+    from tests.helpers import git
+
+    dist = _dist_copy(tmp_path / "dist")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "base")
+    _relabel(dist, "priorityclass.offline-batch.yaml", "online")
+    _set_value(dist, "offline-batch", 10_000_000)
+    path = dist / "apps" / "platform" / "priorityclass.offline-batch.yaml"
+    doc = yaml_load(path.read_text())
+    del doc["preemptionPolicy"]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    found = _rules(ran(colocate("check", "dist", "--format", "json", cwd=tmp_path), 1))
+    assert sorted(f["field"] for f in found["COL015"]) == ["metadata.labels.colocate.io/tier", "value"]
+    assert [f["name"] for f in found["COL011"]] == ["offline-batch"] and [f["name"] for f in found["COL012"]] == ["offline-batch"]
+    proc = ran(colocate("diff", "main", "--no-policy", "--no-capacity", cwd=tmp_path), 0)
+    assert "tier inversion: offline-batch (offline, 10000000) now outranks online-high (online, 1000000)" \
+        in proc.stdout, proc.stdout
+
+
 @pytest.mark.parametrize("name", ["online-high", "offline-batch"])
 def test_deleting_a_tier_priority_class_from_dist_is_an_error_in_check_and_dangerous_in_diff(tmp_path, name):
     from tests.helpers import git

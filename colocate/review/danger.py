@@ -154,9 +154,7 @@ def _tier_classes(objects: dict[Any, Entry], tiers: Sequence[PriorityTier]) -> l
     else their colocate.io/tier label), with their values."""
     out = []
     for entry in objects.values():
-        labels = (entry.obj.get("metadata") or {}).get("labels")
-        role = labels.get(TIER_LABEL) if isinstance(labels, dict) and entry.key.kind == "PriorityClass" else None
-        role = role if isinstance(role, str) else ""
+        role = _tier_of(entry, tiers)
         value = entry.obj.get("value")
         if role and isinstance(value, int) and not isinstance(value, bool):
             out.append(TierClass(entry.key.name, role, value))

@@ -17,12 +17,12 @@ from colocate.model.pods import containers
 
 
 def _tier_role(index: Index, doc) -> str:
-    """The tier a checked PriorityClass serves: its colocate.io/tier label, else the role of the
-    configured tier of that name; "" for any other class."""
+    """The tier a checked PriorityClass serves: the role of the configured tier of that name (the
+    configuration is the source of truth; COL015 reports a label that says otherwise), else its
+    colocate.io/tier label; "" for any other class."""
+    configured = next((t.role for t in index.ctx.cluster.tiers if t.name == doc.name), "")
     label = doc.labels.get(TIER_LABEL)
-    if isinstance(label, str) and label:
-        return label
-    return next((t.role for t in index.ctx.cluster.tiers if t.name == doc.name), "")
+    return configured or (label if isinstance(label, str) else "")
 
 
 def _tier_classes(index: Index) -> list[tuple[TierClass, object]]:
@@ -233,3 +233,45 @@ def tier_classes_kept(index: Index, rule: Rule) -> Iterator[Violation]:
             if tier.name not in held:
                 yield Violation(dist_index, "folders", f"PriorityClass {tier.name} ({tier.role} tier) is not in {root}: "
                                 "Argo CD prunes it, and the Priority admission plugin then refuses every new pod naming it")
+
+
+#: What the API server stores for a PriorityClass without preemptionPolicy (kubernetes v1.28.15
+#: pkg/apis/scheduling/v1/defaults.go SetDefaults_PriorityClass).
+DEFAULT_PREEMPTION = "PreemptLowerPriority"
+
+
+@reads("Namespace", "PriorityClass")
+def tiers_follow_configuration(index: Index, rule: Rule) -> Iterator[Violation]:
+    """The configuration says which namespace and which PriorityClass serve which tier; a checked
+    object that says otherwise (its colocate.io/tier label, a tier class's value or
+    preemptionPolicy) is an error naming both. The configured tier namespaces carry their label:
+    the admission policies select namespaces by it."""
+    cluster = index.ctx.cluster
+    namespaces = {cluster.online_namespace: "online", cluster.training_namespace: "offline"}
+    for doc in index.of_kind("Namespace"):
+        tier = namespaces.get(doc.name)
+        label = doc.labels.get(TIER_LABEL)
+        if tier and label != tier:
+            said = f"labelled {TIER_LABEL}: {label}" if label is not None else f"without the {TIER_LABEL} label"
+            yield Violation(doc, f"metadata.labels.{TIER_LABEL}", f"Namespace {doc.name} is the configuration's {tier} "
+                            f"namespace but is {said}")
+    tiers = {t.name: t for t in cluster.tiers}
+    for doc in index.of_kind("PriorityClass"):
+        tier = tiers.get(doc.name)
+        if tier is None or doc.group != "scheduling.k8s.io":
+            continue
+        label = doc.labels.get(TIER_LABEL)
+        if label is not None and label != tier.role:
+            yield Violation(doc, f"metadata.labels.{TIER_LABEL}", f"PriorityClass {doc.name} is the configuration's "
+                            f"{tier.role} tier but is labelled {TIER_LABEL}: {label}")
+        value = doc.obj.get("value")
+        if value != tier.value or isinstance(value, bool):
+            yield Violation(doc, "value", f"PriorityClass {doc.name} has value {value}; the configuration's "
+                            f"{tier.role} tier has {tier.value}")
+        policy = doc.obj.get("preemptionPolicy", DEFAULT_PREEMPTION)
+        if tier.role == "offline" and policy != "Never":
+            continue  # COL012's finding: one per fault
+        if policy != tier.preemption_policy:
+            shown = policy if "preemptionPolicy" in doc.obj else f"unset ({DEFAULT_PREEMPTION})"
+            yield Violation(doc, "preemptionPolicy", f"PriorityClass {doc.name} has preemptionPolicy {shown}; the "
+                            f"configuration's {tier.role} tier has {tier.preemption_policy}")
