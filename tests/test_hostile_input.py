@@ -198,6 +198,33 @@ def test_relabelling_the_training_namespace_online_is_an_error_and_switches_no_r
     assert [f["name"] for f in found["COL004"]] == ["sneaky-trainer"] and [f["name"] for f in found["COL005"]] == ["sneaky-trainer"]
 
 
+def test_a_tier_label_the_admission_policies_do_not_know_is_one_error(tmp_path):
+    dist = _dist_copy(tmp_path / "dist")
+    _relabel(dist, "namespace.training.yaml", "Offline")
+    found = _rules(ran(colocate("check", "dist", "--format", "json", cwd=tmp_path), 1))
+    assert sorted(found) == ["COL016"] and found["COL016"][0]["name"] == "training", found
+
+
+def test_what_the_api_server_refuses_check_refuses(tmp_path):
+    """hostile-3 R3-M7/M3/M10: names, a namespace with a newline, a schedule and a zone the API
+    server cannot parse, a replica count outside int32, and a TFJob whose Services are too long."""
+    cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "pause", "namespace": "colocate-system"},
+            "spec": {"schedule": "50.0 7.0 * * *", "timeZone": "Mars/Olympus_Mons",
+                     "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
+                                                                    "containers": [{"name": "c", "image": IMAGE}]}}}}}}
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name!", "namespace": "argocd\n"}}
+    web = deployment(replicas=-5)
+    job = yaml_load((ROOT / "dist" / "apps" / "training" / "tfjob.training.tf-ps-mode.yaml").read_text())
+    job["metadata"]["name"] = "a" * 60
+    write(tmp_path / "all.yaml", [cron, cm, web, job])
+    found = _rules(ran(colocate("check", "all.yaml", "--format", "json", cwd=tmp_path), 1))
+    assert sorted(f["field"] for f in found["COL409"]) == ["spec.schedule", "spec.timeZone"]
+    assert sorted((f["name"], f["field"]) for f in found["COL408"]) == [
+        ("Bad_Name!", "metadata.name"), ("Bad_Name!", "metadata.namespace")]
+    assert [f["field"] for f in found["COL410"]] == ["spec.replicas"]
+    assert [f["name"] for f in found["COL119"]] == ["a" * 60]
+
+
 def test_an_offline_class_relabelled_online_is_an_error_and_diff_calls_it_a_tier_inversion(tmp_path):
     from tests.helpers import git
 

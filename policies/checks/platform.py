@@ -251,7 +251,7 @@ def tiers_follow_configuration(index: Index, rule: Rule) -> Iterator[Violation]:
     for doc in index.of_kind("Namespace"):
         tier = namespaces.get(doc.name)
         label = doc.labels.get(TIER_LABEL)
-        if tier and label != tier:
+        if tier and label != tier and (label is None or label in ROLE_RANK):  # an unknown value is COL016's
             said = f"labelled {TIER_LABEL}: {label}" if label is not None else f"without the {TIER_LABEL} label"
             yield Violation(doc, f"metadata.labels.{TIER_LABEL}", f"Namespace {doc.name} is the configuration's {tier} "
                             f"namespace but is {said}")
@@ -261,7 +261,7 @@ def tiers_follow_configuration(index: Index, rule: Rule) -> Iterator[Violation]:
         if tier is None or doc.group != "scheduling.k8s.io":
             continue
         label = doc.labels.get(TIER_LABEL)
-        if label is not None and label != tier.role:
+        if label in ROLE_RANK and label != tier.role:
             yield Violation(doc, f"metadata.labels.{TIER_LABEL}", f"PriorityClass {doc.name} is the configuration's "
                             f"{tier.role} tier but is labelled {TIER_LABEL}: {label}")
         value = doc.obj.get("value")

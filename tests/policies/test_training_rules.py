@@ -30,6 +30,7 @@ FIELDS = {
     "COL103/fail.lowercase.yaml": {"spec.tfReplicaSpecs.ps.template.spec.containers[0].resources.limits.nvidia.com/gpu"},
     "COL104/fail.two-chiefs.yaml": {"spec.tfReplicaSpecs.Chief.replicas"},
     "COL104/fail.chief-and-master.yaml": {"spec.tfReplicaSpecs"},
+    "COL104/fail.lowercase-chief-and-master.yaml": {"spec.tfReplicaSpecs"},
     "COL105/fail.yaml": {CONTAINERS},
     "COL106/fail.no-volume.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.volumes"},
     "COL106/fail.not-mounted.yaml": {f"{CONTAINERS}[1].volumeMounts"},
@@ -46,6 +47,7 @@ FIELDS = {
     "COL005/fail.tfjob.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.tolerations[0]"},
     "COL005/fail.tfjob-empty-key.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.tolerations[0]"},
     "COL110/fail.yaml": {"spec.tfReplicaSpecs"},
+    "COL110/fail.lowercase.yaml": {"spec.tfReplicaSpecs"},
     "COL112/fail.unset.yaml": {"spec.runPolicy"},
     "COL112/fail.running.yaml": {"spec.runPolicy.cleanPodPolicy"},
     "COL113/fail.no-env.yaml": {f"{CONTAINERS}[0].env"},
@@ -60,6 +62,7 @@ FIELDS = {
     "COL117/fail.yaml": {"spec.tfReplicaSpecs"},
     "COL118/fail.yaml": {"kind"},
     "COL118/fail.mpijob.yaml": {"kind"},
+    "COL119/fail.yaml": {"metadata.name"},
 }
 
 
