@@ -10,6 +10,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
+from colocate.base.text import escape
 from colocate.errors import ColocateError, InputError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 3, 130, 141
@@ -33,14 +34,14 @@ def _synth(args: argparse.Namespace) -> int:
     if args.check:
         diff = app.stale(outdir, config, jobs, jobs_required=bool(args.jobs))
         if not diff:
-            print(f"colocate: {outdir} is up to date", file=sys.stderr)
+            print(escape(f"colocate: {outdir} is up to date"), file=sys.stderr)
             return EXIT_OK
         for label, paths in (("added", diff.added), ("removed", diff.removed), ("modified", diff.modified)):
             for path in paths:
-                print(f"{label:8} {outdir / path}")
+                print(escape(f"{label:8} {outdir / path}"))
         count = len(diff.added) + len(diff.removed) + len(diff.modified)
-        print(f"colocate: {outdir} is stale ({count} files would change): run `{_synth_command(args)}` "
-              f"and commit the result", file=sys.stderr)
+        print(escape(f"colocate: {outdir} is stale ({count} files would change): run `{_synth_command(args)}` "
+                     f"and commit the result"), file=sys.stderr)
         return EXIT_FINDINGS
     swapped: list[bool] = []
     try:
@@ -52,7 +53,7 @@ def _synth(args: argparse.Namespace) -> int:
         _quiet_children()
         raise Interrupted(f"{outdir} holds the new tree (the signal came after it was swapped in)" if swapped else
                           f"{outdir} is unchanged (the tree it held before, if any)") from None
-    print(f"colocate: wrote {len(files)} files to {outdir}", file=sys.stderr)
+    print(escape(f"colocate: wrote {len(files)} files to {outdir}"), file=sys.stderr)
     return EXIT_OK
 
 
@@ -119,7 +120,7 @@ def _check(args: argparse.Namespace) -> int:
     if timings is not None:
         for name, seconds in sorted(timings, key=lambda t: -t[1]):
             print(f"{seconds:8.3f} s  {name}", file=sys.stderr)
-        print(f"cache: {result.cache or 'not used (--no-cache, or standard input)'}", file=sys.stderr)
+        print(escape(f"cache: {result.cache or 'not used (--no-cache, or standard input)'}"), file=sys.stderr)
     if args.format == "text":
         sys.stdout.write(check_formats.to_text(result, colour=check_formats.use_colour(sys.stdout)))
     else:
@@ -207,7 +208,7 @@ def _default_dist() -> Path:
     if here.is_dir():
         return here
     ours = _root() / "dist"
-    print(f"colocate: no dist/ here; checking {ours}", file=sys.stderr)
+    print(escape(f"colocate: no dist/ here; checking {ours}"), file=sys.stderr)
     return ours
 
 
@@ -257,12 +258,12 @@ def _capacity(args: argparse.Namespace) -> int:
     sys.stdout.write(formats.CAPACITY_FORMATS[args.format](usage, uses))
     helm = sorted(d.name for d in docs if d.kind == "Application" and _renders_helm(d.obj))
     if helm:
-        print(f"colocate: not counted: the pods of Applications Argo CD renders from Helm charts "
-              f"({', '.join(helm)}); capacity reads only the manifests in {args.path}", file=sys.stderr)
+        print(escape(f"colocate: not counted: the pods of Applications Argo CD renders from Helm charts "
+                     f"({', '.join(helm)}); capacity reads only the manifests in {args.path}"), file=sys.stderr)
     made = sorted(f"{d.kind} {d.namespace}/{d.name}" for d in docs if d.kind in OPERATOR_MADE)
     if made:
-        print(f"colocate: not counted: the pods an operator makes from {', '.join(made)} "
-              "(no pod template in the manifests)", file=sys.stderr)
+        print(escape(f"colocate: not counted: the pods an operator makes from {', '.join(made)} "
+                     "(no pod template in the manifests)"), file=sys.stderr)
     return EXIT_FINDINGS if formats.over_committed(usage, uses) else EXIT_OK
 
 
@@ -308,7 +309,6 @@ def _offline(args: argparse.Namespace) -> int:
             args.cluster_queue = cluster.training_queue
         else:
             args.namespace = cluster.training_namespace
-    from colocate.checker.formats import escape
     from colocate.incluster.kube import ClusterQueues, TFJobs, api_client
 
     if args.cluster_queue:
@@ -316,12 +316,13 @@ def _offline(args: argparse.Namespace) -> int:
         changes = offline.hold(ClusterQueues(api_client(args.kubeconfig)), args.cluster_queue, args.action, args.dry_run)
     else:
         target, what = args.namespace, "tfjob"
-        changes = offline.run(TFJobs(api_client(args.kubeconfig)), args.namespace, args.action, args.dry_run)
+        changes = offline.run(TFJobs(api_client(args.kubeconfig)), args.namespace, args.action, args.dry_run,
+                              log=lambda line: print(f"colocate: {escape(line)}", file=sys.stderr))
     for change in changes:
         name = change.name if args.cluster_queue else f"{args.namespace}/{change.name}"
-        print(f"{'would ' if args.dry_run else ''}{change.action} {what} {escape(name)} ({change.reason})")
-    print(f"colocate: {len(changes)} {'ClusterQueue' if args.cluster_queue else 'TFJob'}(s) "
-          f"{'to ' + args.action if args.dry_run else args.action + 'd'} in {escape(target)}", file=sys.stderr)
+        print(escape(f"{'would ' if args.dry_run else ''}{change.action} {what} {name} ({change.reason})"))
+    print(escape(f"colocate: {len(changes)} {'ClusterQueue' if args.cluster_queue else 'TFJob'}(s) "
+                 f"{'to ' + args.action if args.dry_run else args.action + 'd'} in {target}"), file=sys.stderr)
     return EXIT_OK
 
 
@@ -568,8 +569,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except ColocateError as exc:
-        from colocate.checker.formats import escape
-
         # Messages quote file names and values: each line escaped (a message's own lines kept).
         print("colocate: error: " + "\n".join(map(escape, str(exc).split("\n"))), file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -587,8 +586,6 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             traceback.print_exc()
-        from colocate.checker.formats import escape
-
         said = escape(" ".join(str(exc).split()))
         print(f"colocate: internal error: {type(exc).__name__}{': ' + said if said else ''} "
               f"(a bug in colocate; {'the trace is above' if args.debug else 'rerun with --debug for the trace'})",

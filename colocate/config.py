@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 import errno
+import functools
 import ipaddress
 import json
 import os
@@ -232,9 +233,7 @@ def validate(data: object, schema: dict, file: str) -> None:
     """Raise InputError listing every schema violation (unknown keys first, with a did-you-mean),
     each with its JSON path and, where the schema explains a form (``errorMessage``, the
     ajv-errors keyword, else ``description``), that explanation instead of a regular expression."""
-    import jsonschema  # here: `colocate check` answered from its cache validates nothing
-
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _validator_class()(schema)
     errors = sorted(validator.iter_errors(data),
                     key=lambda e: (e.validator != "additionalProperties", list(map(str, e.absolute_path)), e.message))
     if not errors:
@@ -243,6 +242,56 @@ def validate(data: object, schema: dict, file: str) -> None:
     first, _, message = lines[0].partition(": ")
     rest = "".join(f"\n  {file}:{line}" for line in lines[1:])
     raise InputError(file, first, message + rest)
+
+
+@functools.cache
+def _validator_class():
+    """Draft 2020-12 as the schemas mean it, where Python's reading differs:
+
+    - ``pattern``: the schemas' dialect is ECMA-262, whose ``$`` matches only at the end of the
+      string; Python's also matches before a final newline, so ``^[a-z]+$`` took ``"argocd\\n"``.
+      An unescaped ``$`` is read as ``\\Z`` (jsonschema matches with ``re.search``).
+    - ``integer``: a whole number written as an integer. jsonschema counts ``10.0`` as one, and
+      ``pauseLeadMinutes: 10.0`` then wrote the cron schedule ``50.0 7.0 * * *``.
+    """
+    import jsonschema  # here: `colocate check` answered from its cache validates nothing
+
+    def pattern(validator, value, instance, schema):
+        if validator.is_type(instance, "string") and not _ecma_pattern(value).search(instance):
+            yield jsonschema.ValidationError(f"{instance!r} does not match {value!r}")
+
+    base = jsonschema.Draft202012Validator
+    types = base.TYPE_CHECKER.redefine("integer", lambda _, v: isinstance(v, int) and not isinstance(v, bool))
+    return jsonschema.validators.extend(base, {"pattern": pattern}, type_checker=types)
+
+
+@functools.cache
+def _ecma_pattern(pattern: str) -> re.Pattern:
+    return re.compile(re.sub(r"(?<!\\)\$", r"\\Z", pattern))
+
+
+#: Control characters (Unicode category Cc: C0, DEL, C1), newlines and tabs included: no value of
+#: colocate.yaml is text of more than one line, and each lands in file names, YAML, TOML or logs.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def refuse_control_characters(data: object, file: str, path: str = "$") -> None:
+    """InputError naming the key of the first key or value holding a control character."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            where = f"{path}.{key}"
+            if isinstance(key, str) and _CONTROL.search(key):
+                raise InputError(file, path, f"the key {key!r} holds a control character "
+                                 f"(U+{ord(_CONTROL.search(key).group()):04X}); remove it")
+            refuse_control_characters(value, file, where)
+    elif isinstance(data, list):
+        for i, item in enumerate(data):
+            refuse_control_characters(item, file, f"{path}[{i}]")
+    elif isinstance(data, str) and _CONTROL.search(data):
+        char = _CONTROL.search(data).group()
+        raise InputError(file, path, f"{data!r} holds a control character (U+{ord(char):04X}"
+                         f"{', a new line: a YAML block scalar (|) ends with one' if char == chr(10) else ''}); "
+                         "write the value on one line, without it")
 
 
 #: Keywords whose own message shows a regular expression or a sub-schema instead of words.
@@ -441,6 +490,7 @@ def load(path: Path | None = None, schema_checked: bool = False) -> Config:
     path = path or default_path()
     file = display(path)
     data = load_yaml_file(path, file)
+    refuse_control_characters(data, file)
     if isinstance(data, dict):
         _unquoted_times(data, file)
     if not schema_checked:

@@ -178,6 +178,91 @@ def test_diff_names_an_inversion_as_dangerous(tmp_path):
         in proc.stdout, proc.stdout
 
 
+def _relabel(dist: Path, rel: str, tier: str) -> None:
+    path = dist / "apps" / "platform" / rel
+    doc = yaml_load(path.read_text())
+    doc["metadata"]["labels"]["colocate.io/tier"] = tier
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def test_relabelling_the_training_namespace_online_is_an_error_and_switches_no_rule_off(tmp_path):
+    dist = _dist_copy(tmp_path / "dist")
+    _relabel(dist, "namespace.training.yaml", "online")
+    sneaky = yaml_load((dist / "apps" / "online" / "deployment.online.recsys-inference.yaml").read_text())
+    sneaky["metadata"].update(namespace="training", name="sneaky-trainer")
+    write(dist / "apps" / "training" / "deployment.training.sneaky-trainer.yaml", [sneaky])
+    found = _rules(ran(colocate("check", "dist", "--format", "json", cwd=tmp_path), 1))
+    [label] = found["COL015"]
+    assert "Namespace training is the configuration's offline namespace but is labelled colocate.io/tier: online" \
+        in label["message"], label
+    assert [f["name"] for f in found["COL004"]] == ["sneaky-trainer"] and [f["name"] for f in found["COL005"]] == ["sneaky-trainer"]
+
+
+def test_a_tier_label_the_admission_policies_do_not_know_is_one_error(tmp_path):
+    dist = _dist_copy(tmp_path / "dist")
+    _relabel(dist, "namespace.training.yaml", "Offline")
+    found = _rules(ran(colocate("check", "dist", "--format", "json", cwd=tmp_path), 1))
+    assert sorted(found) == ["COL016"] and found["COL016"][0]["name"] == "training", found
+
+
+def test_what_the_api_server_refuses_check_refuses(tmp_path):
+    """hostile-3 R3-M7/M3/M10: names, a namespace with a newline, a schedule and a zone the API
+    server cannot parse, a replica count outside int32, and a TFJob whose Services are too long."""
+    cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "pause", "namespace": "colocate-system"},
+            "spec": {"schedule": "50.0 7.0 * * *", "timeZone": "Mars/Olympus_Mons",
+                     "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
+                                                                    "containers": [{"name": "c", "image": IMAGE}]}}}}}}
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name!", "namespace": "argocd\n"}}
+    web = deployment(replicas=-5)
+    job = yaml_load((ROOT / "dist" / "apps" / "training" / "tfjob.training.tf-ps-mode.yaml").read_text())
+    job["metadata"]["name"] = "a" * 60
+    write(tmp_path / "all.yaml", [cron, cm, web, job])
+    found = _rules(ran(colocate("check", "all.yaml", "--format", "json", cwd=tmp_path), 1))
+    assert sorted(f["field"] for f in found["COL409"]) == ["spec.schedule", "spec.timeZone"]
+    assert sorted((f["name"], f["field"]) for f in found["COL408"]) == [
+        ("Bad_Name!", "metadata.name"), ("Bad_Name!", "metadata.namespace")]
+    assert [f["field"] for f in found["COL410"]] == ["spec.replicas"]
+    assert [f["name"] for f in found["COL119"]] == ["a" * 60]
+
+
+def test_an_offline_class_relabelled_online_is_an_error_and_diff_calls_it_a_tier_inversion(tmp_path):
+    from tests.helpers import git
+
+    dist = _dist_copy(tmp_path / "dist")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "base")
+    _relabel(dist, "priorityclass.offline-batch.yaml", "online")
+    _set_value(dist, "offline-batch", 10_000_000)
+    path = dist / "apps" / "platform" / "priorityclass.offline-batch.yaml"
+    doc = yaml_load(path.read_text())
+    del doc["preemptionPolicy"]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    found = _rules(ran(colocate("check", "dist", "--format", "json", cwd=tmp_path), 1))
+    assert sorted(f["field"] for f in found["COL015"]) == ["metadata.labels.colocate.io/tier", "value"]
+    assert [f["name"] for f in found["COL011"]] == ["offline-batch"] and [f["name"] for f in found["COL012"]] == ["offline-batch"]
+    proc = ran(colocate("diff", "main", "--no-policy", "--no-capacity", cwd=tmp_path), 0)
+    assert "tier inversion: offline-batch (offline, 10000000) now outranks online-high (online, 1000000)" \
+        in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("name", ["online-high", "offline-batch"])
+def test_deleting_a_tier_priority_class_from_dist_is_an_error_in_check_and_dangerous_in_diff(tmp_path, name):
+    from tests.helpers import git
+
+    dist = _dist_copy(tmp_path / "dist")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "base")
+    (dist / "apps" / "platform" / f"priorityclass.{name}.yaml").unlink()
+    found = _rules(ran(colocate("check", "dist", "--format", "json", cwd=tmp_path), 1))
+    [missing] = found["COL014"]
+    assert missing["kind"] == "DistIndex" and f"PriorityClass {name} " in missing["message"], missing
+    assert "colocate synth" in missing["fix"]
+    proc = ran(colocate("diff", "main", "--no-policy", "--no-capacity", cwd=tmp_path), 0)
+    assert "1 dangerous" in proc.stdout and f"{name} is the " in proc.stdout and "prunes it" in proc.stdout, proc.stdout
+
+
 # --- synth never deletes a user's files --------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ from colocate import ROOT, app, config as config_mod
 from colocate.checker import manifests
 from colocate.synth import write as render
 from colocate.review import usage as capacity, compare, danger, formats, tree
-from colocate.review.diff import Review, compare_trees
+from colocate.review.diff import Review, compare_trees, configured_tiers
 from tests.helpers import yaml_load
 
 DIST = ROOT / "dist"
@@ -121,6 +121,18 @@ def test_a_claim_may_grow_but_not_shrink():
 def test_namespace_deletion_says_argo_keeps_it():
     (reason,) = danger.removed(_entry("apps/platform/namespace.training.yaml"))
     assert reason.rank == danger.DATA_LOSS and "Prune=false" in reason.reason
+
+
+def test_removing_a_tier_priority_class_is_dangerous_whatever_its_label():
+    tiers = configured_tiers()
+    for name in ("online-high", "offline-batch", "prepull-idle"):
+        entry = _entry(f"apps/platform/priorityclass.{name}.yaml")
+        del entry.obj["metadata"]["labels"]["colocate.io/tier"]
+        (reason,) = danger.removed(entry, tiers)
+        assert reason.rank == danger.PRIORITY and "Priority admission plugin" in reason.reason, name
+    pc = _entry("apps/platform/priorityclass.online-high.yaml")
+    other = _entry(pc.file, {**pc.obj, "metadata": {"name": "team-x"}})
+    assert danger.removed(other, tiers) == []
 
 
 def _jobs(folder: Path, image: str, size: str, config: config_mod.Config) -> Path:

@@ -24,7 +24,9 @@ def _context(cluster: Cluster, docs: list[Doc], min_argocd_version: tuple[int, i
     online = {cluster.online_namespace}
     offline = {cluster.training_namespace}
     for doc in docs:
-        if doc.kind == "Namespace":
+        # The configuration fixes its own namespaces' tiers: a label that says otherwise is
+        # COL015's finding, and switches no rule off.
+        if doc.kind == "Namespace" and doc.name not in (cluster.online_namespace, cluster.training_namespace):
             tier = doc.labels.get(TIER_LABEL)
             if isinstance(tier, str):  # a list there is the API server's to refuse (kubeconform says so)
                 {"online": online, "offline": offline}.get(tier, set()).add(doc.name)

@@ -6,33 +6,17 @@ import hashlib
 import json
 import os
 import sys
-import unicodedata
 from collections import Counter
 from pathlib import Path
 from typing import Callable
 
+from colocate.base.text import escape
 from colocate.checker import INPUT_RULE, SCHEMA_RULE, CheckResult, Finding, Rule
 
 JSON_VERSION = 1
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 _COLOURS = {"error": "\033[31m", "warning": "\033[33m"}
 _RESET, _BOLD = "\033[0m", "\033[1m"
-
-
-def escape(text: str) -> str:
-    """An untrusted string made safe for a terminal and a CI log: every control and format
-    character (ESC, BEL, new lines, bidi overrides, zero-width) as a ``\\xNN``/``\\uNNNN``
-    escape, and a leading ``::`` (a GitHub Actions workflow command, which the runner
-    recognises at the start of a line) with its first colon escaped."""
-    # str.isprintable() is False for every Cc and Cf character and for U+2028/U+2029 (and some
-    # that stay as they are below): the per-character pass only for text that holds one.
-    out = text if text.isprintable() else "".join(
-        ch if unicodedata.category(ch) not in ("Cc", "Cf") and ch not in "\u2028\u2029" else
-        (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}") for ch in text)
-    stripped = out.lstrip()
-    if stripped.startswith("::"):
-        out = out[:len(out) - len(stripped)] + "\\x3a" + stripped[1:]
-    return out
 
 
 def use_colour(stream=sys.stdout) -> bool:

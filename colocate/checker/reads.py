@@ -17,7 +17,7 @@ from colocate.checker.rule_loader import _check_function
 #: dict the rule's ``reads`` makes); None = not at all.
 WHOLE, SKELETON = 0, 1
 #: Kinds that hold pod specs (manifests.pod_specs).
-WORKLOAD_KINDS = frozenset(manifests.POD_SPEC_PATHS) | {"TFJob"}
+WORKLOAD_KINDS = frozenset(manifests.POD_SPEC_PATHS) | frozenset(manifests.REPLICA_SPECS)
 
 
 @dataclass(frozen=True, eq=False)

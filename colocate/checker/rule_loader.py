@@ -56,7 +56,8 @@ LOCAL_CHECKS = frozenset({
     "api.duplicate_names", "security.privileged_container", "security.host_namespaces",
     "security.host_path_volume", "security.added_capabilities", "security.image_pinned",
     "security.secret_in_manifests", "security.rbac_wildcards", "nodes.static_cpu_reserved",
-    "nodes.kubelet_node_labels", "nodes.eviction_defaults",
+    "nodes.kubelet_node_labels", "nodes.eviction_defaults", "api.object_names", "api.cronjob_schedule",
+    "api.replica_range", "training.tfjob_service_names", "training.ungoverned_training_kind",
 })
 
 

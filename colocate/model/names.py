@@ -113,6 +113,18 @@ REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
 TFJOB_CONTROLLER = "tfjob-controller"
 TFJOB_GROUP, TFJOB_VERSION, TFJOB_KIND, TFJOB_PLURAL = "kubeflow.org", "v1", "TFJob", "tfjobs"
+#: Where each Kubeflow training kind keeps its replicas (a map of replica type to ReplicaSpec,
+#: each with ``replicas`` and a pod template): the json tags of kubeflow/training-operator v1.7.0
+#: pkg/apis/kubeflow.org/v1/{tensorflow,pytorch,mpi,xgboost,mxnet,paddlepaddle}_types.go. Only
+#: TFJobs are governed here (paused, resubmitted: COL118); the others' templates are still read.
+KUBEFLOW_REPLICA_SPECS = {
+    TFJOB_KIND: "tfReplicaSpecs",
+    "PyTorchJob": "pytorchReplicaSpecs",
+    "MPIJob": "mpiReplicaSpecs",
+    "XGBoostJob": "xgbReplicaSpecs",
+    "MXJob": "mxReplicaSpecs",
+    "PaddleJob": "paddleReplicaSpecs",
+}
 #: ``colocate check`` suppression on an object: ``"COL004: reason; COL108: reason"``.
 IGNORE_ANNOTATION = "colocate.io/ignore"
 #: Replicas an online Deployment grows to at the day's peak; ``colocate simulate --scenario peak``

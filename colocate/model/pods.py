@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Protocol
 
 from colocate.model import quantity
-from colocate.model.names import GPU
+from colocate.model.names import GPU, KUBEFLOW_REPLICA_SPECS
 from colocate.model.objects import ObjectView
 from colocate.model.pools import Resources
 
@@ -17,7 +17,7 @@ class PodTemplate(Protocol):
     """A pod template inside an object (colocate.checker.manifests.PodSpec is one)."""
 
     doc: ObjectView
-    #: Its key in a TFJob's ``tfReplicaSpecs``; empty for other workloads.
+    #: Its key in a Kubeflow training job's replica specs (``tfReplicaSpecs``...); empty for other workloads.
     replica_key: str
     #: Its dotted field path in the object, and the pod spec there.
     path: str
@@ -76,8 +76,9 @@ def replicas(pod: PodTemplate, nodes: int) -> int:
     count that is not a whole number is the schema check's finding; here it counts as the default."""
     doc = pod.doc
     spec = doc.obj.get("spec") or {}
-    if doc.kind == "TFJob":
-        return _count((spec.get("tfReplicaSpecs") or {}).get(pod.replica_key, {}).get("replicas"), 1)
+    if doc.kind in KUBEFLOW_REPLICA_SPECS and pod.replica_key:
+        replica = _mapping(_mapping(spec.get(KUBEFLOW_REPLICA_SPECS[doc.kind])).get(pod.replica_key))
+        return _count(replica.get("replicas"), 1)
     if doc.kind == "DaemonSet":
         return nodes
     if doc.kind == "Job":

@@ -5,6 +5,7 @@ import json
 from dataclasses import asdict
 from typing import Callable, Optional
 
+from colocate.base.text import escape, escape_lines, markdown
 from colocate.report.headline import Headline, iso
 
 
@@ -48,10 +49,11 @@ def to_text(h: Headline) -> str:
     lines += ["", f"Training pods preempted: {_num(h.preemptions)}",
               f"GPU-hours delivered to training: {_num(h.gpu_hours)}"]
     lines += [f"note: {m}" for m in h.missing]
-    return "\n".join(lines) + "\n"
+    return "\n".join(escape_lines(lines)) + "\n"
 
 
 def _table(rows: list[list[str]]) -> list[str]:
+    rows = [[escape(c) for c in r] for r in rows]  # labels come from Prometheus: widths of what is shown
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
@@ -60,14 +62,15 @@ def to_markdown(h: Headline) -> str:
     pools, services = _rows(h)
 
     def table(head: list[str], rows: list[list[str]]) -> list[str]:
-        return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
+        return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + \
+            ["| " + " | ".join(map(markdown, r)) + " |" for r in rows]
 
-    lines = ["## colocate report", "", _window(h), "", "### Utilisation (share of each pool's allocatable)", ""]
+    lines = ["## colocate report", "", markdown(_window(h)), "", "### Utilisation (share of each pool's allocatable)", ""]
     lines += table(_POOL_HEAD, pools)
     lines += ["", "### Online P99 while training ran on the service's nodes", ""] + table(_SERVICE_HEAD, services)
     lines += ["", f"- Training pods preempted: {_num(h.preemptions)}",
               f"- GPU-hours delivered to training: {_num(h.gpu_hours)}"]
-    lines += [f"- note: {m}" for m in h.missing]
+    lines += [f"- note: {markdown(m)}" for m in h.missing]
     return "\n".join(lines) + "\n"
 
 

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from colocate.model import quantity
 from colocate.checker.manifests import NON_API_KINDS, Doc, pod_specs
 from colocate.model.names import KEEP_ON_PRUNE, TIER_LABEL, sync_options
-from colocate.model.tiers import TierClass, inversions
+from colocate.model.tiers import PriorityTier, TierClass, inversions
 from colocate.model.scheduling import pod_pools
 from colocate.review.compare import FieldChange
 from colocate.review.tree import Entry
@@ -71,9 +71,26 @@ def _node_file(entry: Entry) -> list[Danger]:
                           f"removed)")]
 
 
-def removed(entry: Entry) -> list[Danger]:
+def _tier_of(entry: Entry, tiers: Sequence[PriorityTier]) -> str:
+    """The tier a PriorityClass serves: the configuration's tier of its name (the configuration is
+    the source of truth), else its colocate.io/tier label; "" for any other object."""
+    if entry.key.kind != "PriorityClass":
+        return ""
+    configured = next((t.role for t in tiers if t.name == entry.key.name), "")
+    labels = (entry.obj.get("metadata") or {}).get("labels")
+    label = labels.get(TIER_LABEL) if isinstance(labels, dict) else None
+    return configured or (label if isinstance(label, str) else "")
+
+
+def removed(entry: Entry, tiers: Sequence[PriorityTier] = ()) -> list[Danger]:
+    """Why removing this object from dist/ is dangerous; ``tiers``: the configuration's."""
     if entry.key.kind in NON_API_KINDS:
         return _node_file(entry)
+    tier = _tier_of(entry, tiers)
+    if tier:
+        return [Danger(PRIORITY, f"{entry.key.name} is the {tier} tier's PriorityClass: Argo CD prunes it (Delete=false "
+                                 f"stops a cascade delete, not a prune), and the Priority admission plugin then refuses "
+                                 f"every new pod naming it")]
     reason = _HOLDS_DATA.get(entry.key.kind)
     if not reason:
         return []
@@ -132,26 +149,27 @@ def changed(old: Entry, new: Entry, fields: list[FieldChange]) -> list[Danger]:
     return out + _node_file(new)
 
 
-def _tier_classes(objects: dict[Any, Entry]) -> list[TierClass]:
-    """The PriorityClasses of a tree that name their tier (colocate.io/tier), with their values."""
+def _tier_classes(objects: dict[Any, Entry], tiers: Sequence[PriorityTier]) -> list[TierClass]:
+    """The PriorityClasses of a tree that serve a tier (the configuration's tier of their name,
+    else their colocate.io/tier label), with their values."""
     out = []
     for entry in objects.values():
-        obj = entry.obj
-        labels = (obj.get("metadata") or {}).get("labels")
-        role = labels.get(TIER_LABEL) if isinstance(labels, dict) else None
-        value = obj.get("value")
-        if entry.key.kind == "PriorityClass" and isinstance(role, str) and isinstance(value, int):
+        role = _tier_of(entry, tiers)
+        value = entry.obj.get("value")
+        if role and isinstance(value, int) and not isinstance(value, bool):
             out.append(TierClass(entry.key.name, role, value))
     return out
 
 
-def tier_inversions(before: dict[Any, Entry], after: dict[Any, Entry]) -> dict[str, list[Danger]]:
+def tier_inversions(before: dict[Any, Entry], after: dict[Any, Entry],
+                    tiers: Sequence[PriorityTier] = ()) -> dict[str, list[Danger]]:
     """PriorityClass name -> the inversions of the tiers the change makes: a lower tier's class
     that now outranks (or ties) a higher tier's, so its pods preempt theirs. Both classes of a
-    pair carry it: either may be the one the change raised or lowered."""
-    was = {(upper.name, lower.name) for upper, lower in inversions(_tier_classes(before))}
+    pair carry it: either may be the one the change raised or lowered. A class the configuration
+    names keeps its configured tier whatever its label says, so relabelling it hides nothing."""
+    was = {(upper.name, lower.name) for upper, lower in inversions(_tier_classes(before, tiers))}
     out: dict[str, list[Danger]] = {}
-    for upper, lower in inversions(_tier_classes(after)):
+    for upper, lower in inversions(_tier_classes(after, tiers)):
         if (upper.name, lower.name) not in was:
             found = Danger(PRIORITY, f"tier inversion: {lower.name} ({lower.role}, {lower.value}) now outranks "
                                      f"{upper.name} ({upper.role}, {upper.value}): {lower.role} pods preempt "

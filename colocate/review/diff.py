@@ -3,12 +3,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from colocate.errors import ColocateError
 from colocate.review import usage, compare, danger, policy, quota, tree
 from colocate.review.compare import FieldChange
 from colocate.review.danger import Danger
 from colocate.review.tree import Key
+from colocate.model.tiers import PriorityTier
 
 ADDED, REMOVED, CHANGED = "added", "removed", "changed"
 
@@ -57,17 +59,18 @@ def _order(key: Key) -> tuple[str, str, str]:
     return key.kind, key.namespace, key.name
 
 
-def compare_trees(base: tree.Tree, head: tree.Tree) -> list[ObjectChange]:
-    """Every added, removed and changed object, by Application, then kind/namespace/name."""
+def compare_trees(base: tree.Tree, head: tree.Tree, tiers: Sequence[PriorityTier] = ()) -> list[ObjectChange]:
+    """Every added, removed and changed object, by Application, then kind/namespace/name;
+    ``tiers``: the configuration's priority tiers (a PriorityClass's tier is the configuration's)."""
     out = []
-    inverted = danger.tier_inversions(base.objects, head.objects)
+    inverted = danger.tier_inversions(base.objects, head.objects, tiers)
     for key in sorted(set(base.objects) | set(head.objects), key=_order):
         old, new = base.objects.get(key), head.objects.get(key)
         extra = tuple(inverted.get(key.name, ())) if key.kind == "PriorityClass" and new is not None else ()
         if old is None:
             out.append(ObjectChange(new.app, key, new.file, ADDED, dangers=extra))
         elif new is None:
-            out.append(ObjectChange(old.app, key, old.file, REMOVED, dangers=tuple(danger.removed(old))))
+            out.append(ObjectChange(old.app, key, old.file, REMOVED, dangers=tuple(danger.removed(old, tiers))))
         else:
             fields = compare.diff(old.obj, new.obj)
             if fields:
@@ -112,4 +115,14 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
             quotas = tuple(quota.deltas(quota.uses(old, known), quota.uses(new, known)))
             was = set(usage.unfit(old, known))
             unfit = tuple(u for u in usage.unfit(new, known) if u not in was)
-    return Review(base_label, head_label, tuple(compare_trees(before, after)), impact, load, quotas, unfit)
+    return Review(base_label, head_label, tuple(compare_trees(before, after, configured_tiers(config_path))), impact,
+                  load, quotas, unfit)
+
+
+def configured_tiers(config_path: Path | None = None) -> tuple[PriorityTier, ...]:
+    """The priority tiers of the current source's cluster: the source of truth for which
+    PriorityClass serves which tier."""
+    from colocate import config as config_mod
+    from colocate.model.cluster import reference
+
+    return reference(config_mod.load(config_path) if config_path else config_mod.load()).tiers

@@ -5,6 +5,7 @@ import json
 from dataclasses import asdict
 from typing import Any, Callable
 
+from colocate.base.text import code_span, escape, escape_lines, markdown
 from colocate.checker import Finding
 from colocate.model.names import GPU
 from colocate.review import usage, quota
@@ -105,7 +106,7 @@ def to_text(r: Review) -> str:
         for c in changes:
             lines.append(f"  {c.status:8} {c.key}  ({c.file})")
             lines += [f"      {p}: {o} -> {n}" for p, o, n in ((f.path, show(f.old), show(f.new)) for f in c.fields)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(escape_lines(lines)) + "\n"
 
 
 _ALLOC_NOTE = "allocatable of the pools in the current source"
@@ -132,7 +133,7 @@ def _quota_cells(q: QuotaDelta) -> list[str]:
 
 
 def _md_code(text: str) -> str:
-    return "`" + text.replace("`", "'") + "`"
+    return code_span(text)
 
 
 def to_markdown(r: Review, limit: int = MARKDOWN_LIMIT) -> str:
@@ -147,12 +148,13 @@ def to_markdown(r: Review, limit: int = MARKDOWN_LIMIT) -> str:
         head += ["| Argo CD Application | added | removed | changed | dangerous |", "|---|---:|---:|---:|---:|"]
         for app, changes in apps.items():
             n = _counts(changes)
-            head.append(f"| {app} | {n[ADDED]} | {n[REMOVED]} | {n[CHANGED]} | {sum(bool(c.dangers) for c in changes)} |")
+            head.append(f"| {markdown(app)} | {n[ADDED]} | {n[REMOVED]} | {n[CHANGED]} | {sum(bool(c.dangers) for c in changes)} |")
     if r.dangerous or r.unfit:
         head += ["", "#### ⚠️ Dangerous changes", ""]
         head += _capped([(c, d) for c in r.dangerous for d in c.dangers],
-                        lambda cd: f"- **{cd[0].status}** {_md_code(str(cd[0].key))} ({cd[0].app}): {cd[1].reason}")
-        head += _capped(list(r.unfit), lambda u: f"- {_unfit(u)}")
+                        lambda cd: f"- **{cd[0].status}** {_md_code(str(cd[0].key))} ({markdown(cd[0].app)}): "
+                                   f"{markdown(cd[1].reason)}")
+        head += _capped(list(r.unfit), lambda u: f"- {markdown(_unfit(u))}")
     if r.policy and (r.policy.introduced or r.policy.resolved):
         head += ["", f"#### Policy: {len(r.policy.introduced)} introduced, {len(r.policy.resolved)} resolved", ""]
         head += _capped(list(r.policy.introduced), lambda f: f"- ➕ {_md_code(_finding(f))}")
@@ -160,13 +162,13 @@ def to_markdown(r: Review, limit: int = MARKDOWN_LIMIT) -> str:
     if r.capacity:
         head += ["", f"#### Capacity: requests per pool and tier ({_ALLOC_NOTE})", "",
                  "| pool | tier | resource | before | after | delta | allocatable |", "|---|---|---|---:|---:|---:|---:|"]
-        head += _capped(list(r.capacity), lambda d: "| " + " | ".join(_delta_cells(d)[:6]) + " | "
+        head += _capped(list(r.capacity), lambda d: "| " + " | ".join(map(markdown, _delta_cells(d)[:6])) + " | "
                         + _delta_cells(d)[6] + ("⚠️ over" if d.over else "") + " |")
     if r.quota:
         head += ["", "#### ResourceQuota use", "",
                  "| namespace/quota | resource | used before | used after | hard before | hard after |",
                  "|---|---|---:|---:|---:|---:|"]
-        head += _capped(list(r.quota), lambda q: "| " + " | ".join(_quota_cells(q)[:6]) + (" ⚠️ exceeded" if q.over else "")
+        head += _capped(list(r.quota), lambda q: "| " + " | ".join(map(markdown, _quota_cells(q)[:6])) + (" ⚠️ exceeded" if q.over else "")
                         + " |")
     text = "\n".join(head) + "\n"
     if r.changes:
@@ -174,7 +176,7 @@ def to_markdown(r: Review, limit: int = MARKDOWN_LIMIT) -> str:
     shown = 0
     for app, changes in apps.items():
         n = _counts(changes)
-        opening = (f"\n<details><summary><b>{app}</b>: {n[ADDED]} added, {n[REMOVED]} removed, "
+        opening = (f"\n<details><summary><b>{markdown(app)}</b>: {n[ADDED]} added, {n[REMOVED]} removed, "
                    f"{n[CHANGED]} changed</summary>\n\n")
         closing = "\n</details>\n"
         block = opening
@@ -254,13 +256,14 @@ def _quota_table(uses: list[QuotaUse]) -> tuple[list[str], list[list[str]]]:
 
 
 def _columns(header: list[str], body: list[list[str]]) -> str:
+    body = [[escape(c) for c in cells] for cells in body]
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in [header, *body]) + "\n"
 
 
 def _md_table(header: list[str], body: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 2 + "---:|" * (len(header) - 2)]
-    return "\n".join(lines + ["| " + " | ".join(cells) + " |" for cells in body]) + "\n"
+    return "\n".join(lines + ["| " + " | ".join(map(markdown, cells)) + " |" for cells in body]) + "\n"
 
 
 def capacity_text(u: Usage, uses: list[QuotaUse]) -> str:

@@ -103,4 +103,6 @@ def placeholder_values(cluster: Cluster, registry_host: str = "", proxied_regist
     return {"online_priority": cluster.tier("online").name, "offline_priority": cluster.tier("offline").name,
             "registry_host": registry_host, "proxied_registries": ", ".join(sorted(proxied_registries)),
             "online_taint_key": cluster.online_taint.key, "tier_label": TIER_LABEL,
+            "tier_classes": ", ".join(t.name for t in cluster.tiers), "online_namespace": cluster.online_namespace,
+            "training_namespace": cluster.training_namespace,
             "offline_namespaces": ", ".join(sorted(offline_namespaces or (cluster.training_namespace,)))}

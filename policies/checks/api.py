@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from typing import Any, Iterator, Mapping
 
-from colocate.model import quantity
+from colocate.model import cron, quantity
 from colocate.checker import Index, Rule, Violation, reads
 from colocate.model import pods
-from colocate.model.names import BUILTIN_PRIORITY_CLASSES, GPU
+from colocate.model.names import BUILTIN_PRIORITY_CLASSES, GPU, KUBEFLOW_REPLICA_SPECS, TFJOB_GROUP
 from colocate.policies.checks.gitops import ANNOTATIONS_LIMIT
 
 #: ConfigMap and Secret data hold at most 1 MiB (pkg/apis/core/types.go MaxSecretSize).
@@ -249,3 +250,145 @@ def admission_policy_gate(index: Index, rule: Rule) -> Iterator[Violation]:
                 yield Violation(doc, f"apiServer.extraArgs.{flag}",
                                 f"{shown}, without {wanted}=true, while {len(policies)} v1beta1 policy objects "
                                 f"(e.g. {policies[0].kind} {policies[0].name}) are checked with it")
+
+
+# --- names, schedules and counts (COL408-COL410) ------------------------------------------------
+
+#: apimachinery v0.28.15 pkg/util/validation/validation.go: IsDNS1123Label, IsDNS1123Subdomain,
+#: IsDNS1035Label (fullmatch: Python's ``$`` would also take a trailing newline).
+_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_LABEL = re.compile(_DNS1123_LABEL)
+DNS1123_SUBDOMAIN = re.compile(rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*")
+DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+LABEL_MAX, SUBDOMAIN_MAX = 63, 253
+#: Kinds whose names need only be a path segment (no "/", "%", not "." or ".."):
+#: pkg/apis/rbac/validation/validation.go ValidateRBACName, pkg/apis/certificates/validation
+#: ValidateCertificateRequestName, pkg/apis/flowcontrol/validation (kubernetes v1.28.15).
+PATH_SEGMENT_KINDS = frozenset({"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "CertificateSigningRequest",
+                                "FlowSchema", "PriorityLevelConfiguration"})
+#: pkg/apis/batch/validation/validation.go ValidateCronJobCreate: the controller appends an
+#: 11-character suffix to make each Job's name, which must stay a 63-character label.
+CRONJOB_NAME_MAX = LABEL_MAX - 11
+SYSTEM_PRIORITY_PREFIX = "system-"
+
+
+def _dns_error(value: str, pattern: re.Pattern, limit: int, what: str) -> str:
+    if len(value) > limit:
+        return f"{value!r} is {len(value)} characters; a {what} has at most {limit}"
+    if not pattern.fullmatch(value):
+        return f"{value!r} is not a {what} (lower-case letters, digits and '-'" + \
+            (", '.' between parts" if pattern is DNS1123_SUBDOMAIN else "") + \
+            (", starting with a letter" if pattern is DNS1035_LABEL else "") + ", starting and ending alphanumeric)"
+    return ""
+
+
+def name_error(kind: str, name: str) -> str:
+    """Why the API server refuses this name for an object of ``kind`` ("" when it accepts it):
+    ValidateObjectMeta with the kind's name function (pkg/apis/core/validation/validation.go:
+    ValidateNamespaceName a DNS-1123 label, ValidateServiceName a DNS-1035 label; most kinds and
+    every custom resource a DNS-1123 subdomain)."""
+    if kind in PATH_SEGMENT_KINDS:
+        if name in (".", "..") or "/" in name or "%" in name:
+            return f"{name!r} may not be '.' or '..' nor contain '/' or '%'"
+        return ""
+    if kind == "Namespace":
+        return _dns_error(name, DNS1123_LABEL, LABEL_MAX, "DNS-1123 label")
+    if kind == "Service":
+        return _dns_error(name, DNS1035_LABEL, LABEL_MAX, "DNS-1035 label")
+    why = _dns_error(name, DNS1123_SUBDOMAIN, SUBDOMAIN_MAX, "DNS-1123 subdomain")
+    if not why and kind == "CronJob" and len(name) > CRONJOB_NAME_MAX:
+        why = f"{name!r} is {len(name)} characters; a CronJob's name has at most {CRONJOB_NAME_MAX} (its Jobs add 11)"
+    if not why and kind == "PriorityClass" and name.startswith(SYSTEM_PRIORITY_PREFIX) \
+            and name not in BUILTIN_PRIORITY_CLASSES:
+        why = f"{name!r}: names with the {SYSTEM_PRIORITY_PREFIX!r} prefix are reserved for the built-in classes"
+    return why
+
+
+def object_names(index: Index, rule: Rule) -> Iterator[Violation]:
+    """metadata.name and metadata.namespace as the API server validates them."""
+    for doc in index.api_objects():
+        meta = doc.obj.get("metadata")
+        if not isinstance(meta, dict):
+            continue
+        name, namespace = meta.get("name"), meta.get("namespace")
+        if isinstance(name, str) and (name or not meta.get("generateName")):
+            why = name_error(doc.kind, name) if name else "empty, and no generateName"
+            if why:
+                yield Violation(doc, "metadata.name", why)
+        if isinstance(namespace, str) and namespace:
+            why = _dns_error(namespace, DNS1123_LABEL, LABEL_MAX, "DNS-1123 label")
+            if why:
+                yield Violation(doc, "metadata.namespace", why)
+
+
+def _time_zones() -> frozenset[str]:
+    """The IANA names this machine knows (empty when it has no time zone database)."""
+    import zoneinfo
+
+    return frozenset(zoneinfo.available_timezones())
+
+
+@reads("CronJob")
+def cronjob_schedule(index: Index, rule: Rule) -> Iterator[Violation]:
+    """A CronJob's schedule as robfig/cron v3.0.1 ParseStandard reads it, and its timeZone as
+    time.LoadLocation does (pkg/apis/batch/validation/validation.go validateScheduleFormat,
+    validateTimeZone, kubernetes v1.28.15)."""
+    zones: frozenset[str] | None = None
+    for doc in index.of_kind("CronJob"):
+        spec = doc.obj.get("spec")
+        if not isinstance(spec, dict):
+            continue
+        schedule = spec.get("schedule")
+        if isinstance(schedule, str):
+            why = cron.schedule_error(schedule)
+            if why:
+                yield Violation(doc, "spec.schedule", f"{schedule!r}: {why}")
+        zone = spec.get("timeZone")
+        if isinstance(zone, str):
+            if zones is None:
+                zones = _time_zones()
+            if not zone:
+                yield Violation(doc, "spec.timeZone", "empty: leave timeZone out or name a zone")
+            elif zone.lower() == "local":
+                yield Violation(doc, "spec.timeZone", f"{zone!r} is the controller's own zone, which a CronJob may not use")
+            elif zones and zone not in zones:
+                yield Violation(doc, "spec.timeZone", f"{zone!r} is not an IANA time zone")
+
+
+#: The API's replica counts are int32 (k8s.io/api v0.28.15; training-operator v1.7.0 ReplicaSpec
+#: ``Replicas *int32``) and must not be negative (ValidateNonnegativeField).
+INT32_MAX = 2**31 - 1
+_COUNTS = {
+    "Deployment": (("spec", "replicas"),), "StatefulSet": (("spec", "replicas"),),
+    "ReplicaSet": (("spec", "replicas"),), "ReplicationController": (("spec", "replicas"),),
+    "Job": (("spec", "parallelism"), ("spec", "completions")),
+    "CronJob": (("spec", "jobTemplate", "spec", "parallelism"), ("spec", "jobTemplate", "spec", "completions")),
+}
+
+
+def _counts(doc) -> Iterator[tuple[str, Any]]:
+    """(field path, value) of every replica count of the object."""
+    for keys in _COUNTS.get(doc.kind, ()):
+        value: Any = doc.obj
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        yield ".".join(keys), value
+    field = KUBEFLOW_REPLICA_SPECS.get(doc.kind) if doc.group == TFJOB_GROUP else None
+    replicas = (doc.obj.get("spec") or {}).get(field) if field and isinstance(doc.obj.get("spec"), dict) else None
+    for key, replica in (replicas.items() if isinstance(replicas, dict) else ()):
+        if isinstance(replica, dict):
+            yield f"spec.{field}.{key}.replicas", replica.get("replicas")
+
+
+def replica_range(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Replica counts (and a Job's parallelism and completions) outside 0..2^31-1."""
+    for doc in index.api_objects():
+        if doc.kind not in _COUNTS and doc.kind not in KUBEFLOW_REPLICA_SPECS:
+            continue
+        for path, value in _counts(doc):
+            # A whole number past int64 is read as a float, as go-yaml reads it (the schema
+            # check takes an integral float for an integer); a fraction is the schema's finding.
+            whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+            if whole and not isinstance(value, bool) and not 0 <= value <= INT32_MAX:
+                shown = int(value) if isinstance(value, int) or abs(value) < 1e16 else f"{value:g}"
+                yield Violation(doc, path, f"{shown} is {'negative' if value < 0 else 'above 2^31-1 (int32)'}")

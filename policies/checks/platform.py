@@ -11,18 +11,18 @@ from typing import Iterator
 from colocate.model import quantity
 from colocate.checker import Index, Rule, Violation, reads
 from colocate.model.scheduling import ImageRef, reference_error
-from colocate.model.names import BUILTIN_PRIORITY_CLASSES, MAX_USER_PRIORITY, MIN_GAP_FACTOR, TIER_LABEL
+from colocate.model.names import BUILTIN_PRIORITY_CLASSES, KUBEFLOW_REPLICA_SPECS, MAX_USER_PRIORITY, MIN_GAP_FACTOR, TIER_LABEL
 from colocate.model.tiers import ROLE_RANK, TierClass, inversions
 from colocate.model.pods import containers
 
 
 def _tier_role(index: Index, doc) -> str:
-    """The tier a checked PriorityClass serves: its colocate.io/tier label, else the role of the
-    configured tier of that name; "" for any other class."""
+    """The tier a checked PriorityClass serves: the role of the configured tier of that name (the
+    configuration is the source of truth; COL015 reports a label that says otherwise), else its
+    colocate.io/tier label; "" for any other class."""
+    configured = next((t.role for t in index.ctx.cluster.tiers if t.name == doc.name), "")
     label = doc.labels.get(TIER_LABEL)
-    if isinstance(label, str) and label:
-        return label
-    return next((t.role for t in index.ctx.cluster.tiers if t.name == doc.name), "")
+    return configured or (label if isinstance(label, str) else "")
 
 
 def _tier_classes(index: Index) -> list[tuple[TierClass, object]]:
@@ -141,7 +141,8 @@ def namespaced_without_namespace(index: Index, rule: Rule) -> Iterator[Violation
 @reads("PriorityClass", pods=True)
 def pod_priority(index: Index, rule: Rule) -> Iterator[Violation]:
     """Pods outside the offline namespaces have a class above the offline tier (the pre-pull
-    namespace excepted). Offline namespaces and TFJobs are COL004's and COL102's: one finding per fault."""
+    namespace excepted). Offline namespaces and TFJobs are COL004's and COL102's, the other Kubeflow
+    training kinds COL118's: one finding per fault."""
     cluster = index.ctx.cluster
     values = dict(BUILTIN_PRIORITY_CLASSES)
     values.update({t.name: t.value for t in cluster.tiers})
@@ -152,7 +153,7 @@ def pod_priority(index: Index, rule: Rule) -> Iterator[Violation]:
                    next((c for c, _ in _tier_classes(index) if c.role == "offline"), model))
     low_allowed = index.ctx.offline_namespaces | {cluster.prepull_namespace}
     for pod in index.pods():
-        if pod.doc.namespace in index.ctx.offline_namespaces or pod.doc.kind == "TFJob":
+        if pod.doc.namespace in index.ctx.offline_namespaces or pod.doc.kind in KUBEFLOW_REPLICA_SPECS:
             continue
         name = pod.spec.get("priorityClassName")
         field = f"{pod.path}.priorityClassName"
@@ -169,7 +170,7 @@ def platform_requests(index: Index, rule: Rule) -> Iterator[Violation]:
     into requests."""
     skip = index.ctx.offline_namespaces | index.ctx.online_namespaces | {index.ctx.cluster.prepull_namespace}
     for pod in index.pods():
-        if pod.doc.namespace in skip or pod.doc.kind == "TFJob":
+        if pod.doc.namespace in skip or pod.doc.kind in KUBEFLOW_REPLICA_SPECS:
             continue
         for path, container in containers(pod, ("containers",)):
             resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
@@ -218,3 +219,59 @@ def offline_no_preemption(index: Index, rule: Rule) -> Iterator[Violation]:
         policy = doc.obj.get("preemptionPolicy")
         if policy != "Never":
             yield Violation(doc, "preemptionPolicy", f"{policy or 'unset (PreemptLowerPriority)'}")
+
+
+@reads("PriorityClass", "DistIndex")
+def tier_classes_kept(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Every tier's PriorityClass is in each checked colocate dist/ (the folder of a DistIndex):
+    Argo CD prunes what dist/ no longer holds."""
+    classes = [(PurePath(d.file), d.name) for d in index.of_kind("PriorityClass") if d.group == "scheduling.k8s.io"]
+    for dist_index in index.of_kind("DistIndex"):
+        root = PurePath(dist_index.file).parent
+        held = {name for file, name in classes if root in file.parents}
+        for tier in index.ctx.cluster.tiers:
+            if tier.name not in held:
+                yield Violation(dist_index, "folders", f"PriorityClass {tier.name} ({tier.role} tier) is not in {root}: "
+                                "Argo CD prunes it, and the Priority admission plugin then refuses every new pod naming it")
+
+
+#: What the API server stores for a PriorityClass without preemptionPolicy (kubernetes v1.28.15
+#: pkg/apis/scheduling/v1/defaults.go SetDefaults_PriorityClass).
+DEFAULT_PREEMPTION = "PreemptLowerPriority"
+
+
+@reads("Namespace", "PriorityClass")
+def tiers_follow_configuration(index: Index, rule: Rule) -> Iterator[Violation]:
+    """The configuration says which namespace and which PriorityClass serve which tier; a checked
+    object that says otherwise (its colocate.io/tier label, a tier class's value or
+    preemptionPolicy) is an error naming both. The configured tier namespaces carry their label:
+    the admission policies select namespaces by it."""
+    cluster = index.ctx.cluster
+    namespaces = {cluster.online_namespace: "online", cluster.training_namespace: "offline"}
+    for doc in index.of_kind("Namespace"):
+        tier = namespaces.get(doc.name)
+        label = doc.labels.get(TIER_LABEL)
+        if tier and label != tier and (label is None or label in ROLE_RANK):  # an unknown value is COL016's
+            said = f"labelled {TIER_LABEL}: {label}" if label is not None else f"without the {TIER_LABEL} label"
+            yield Violation(doc, f"metadata.labels.{TIER_LABEL}", f"Namespace {doc.name} is the configuration's {tier} "
+                            f"namespace but is {said}")
+    tiers = {t.name: t for t in cluster.tiers}
+    for doc in index.of_kind("PriorityClass"):
+        tier = tiers.get(doc.name)
+        if tier is None or doc.group != "scheduling.k8s.io":
+            continue
+        label = doc.labels.get(TIER_LABEL)
+        if label in ROLE_RANK and label != tier.role:
+            yield Violation(doc, f"metadata.labels.{TIER_LABEL}", f"PriorityClass {doc.name} is the configuration's "
+                            f"{tier.role} tier but is labelled {TIER_LABEL}: {label}")
+        value = doc.obj.get("value")
+        if value != tier.value or isinstance(value, bool):
+            yield Violation(doc, "value", f"PriorityClass {doc.name} has value {value}; the configuration's "
+                            f"{tier.role} tier has {tier.value}")
+        policy = doc.obj.get("preemptionPolicy", DEFAULT_PREEMPTION)
+        if tier.role == "offline" and policy != "Never":
+            continue  # COL012's finding: one per fault
+        if policy != tier.preemption_policy:
+            shown = policy if "preemptionPolicy" in doc.obj else f"unset ({DEFAULT_PREEMPTION})"
+            yield Violation(doc, "preemptionPolicy", f"PriorityClass {doc.name} has preemptionPolicy {shown}; the "
+                            f"configuration's {tier.role} tier has {tier.preemption_policy}")

@@ -15,7 +15,7 @@ from colocate.model.names import (CHECKPOINT_ENV, GPU, JOB_NAME_LABEL, MAX_MEMOR
                                    OPERATOR_NAME_LABEL, QUEUE_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL,
                                    TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER,
                                    TFJOB_MIN_GRACE_SECONDS, tf_role)
-from colocate.checker.manifests import Doc, PodSpec
+from colocate.checker.manifests import Doc, PodSpec, replica_specs_field
 from colocate.model.pods import containers, pod_resources, replicas
 from colocate.policies.checks.gpus import gpu_quantity
 from colocate.model.scheduling import selector_matches
@@ -50,6 +50,38 @@ def tfjob_offline_namespace(index: Index, rule: Rule) -> Iterator[Violation]:
         if doc.kind in rule.kinds and doc.namespace and doc.namespace not in index.ctx.offline_namespaces:
             tier = "an online namespace" if doc.namespace in index.ctx.online_namespaces else "not offline"
             yield Violation(doc, "metadata.namespace", f"{doc.namespace} is {tier}")
+
+
+def ungoverned_training_kind(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Kubeflow training jobs of a kind other than TFJob: nothing pauses or resubmits them."""
+    for doc in index.docs:
+        field = replica_specs_field(doc) if doc.kind in rule.kinds else ""
+        if field:
+            yield Violation(doc, "kind", f"kind {doc.kind}: its replicas (spec.{field}) run unpaused through the "
+                            "day peak and are not resubmitted when online work preempts them")
+
+
+#: A Service name is a DNS-1035 label (pkg/apis/core/validation ValidateServiceName, kubernetes v1.28.15).
+SERVICE_NAME_MAX = 63
+
+
+def tfjob_service_names(index: Index, rule: Rule) -> Iterator[Violation]:
+    """training-operator v1.7.0 names each replica's headless Service
+    ``<job>-<replica type lower-cased>-<index>`` (pkg/controller.v1/common/util.go GenGeneralName,
+    service.go CreateNewService); one over 63 characters is refused, and the job never starts."""
+    for doc in index.docs:
+        specs = (doc.obj.get("spec") or {}).get("tfReplicaSpecs") if isinstance(doc.obj.get("spec"), dict) else None
+        if doc.kind not in rule.kinds or not isinstance(specs, dict) or not doc.name:
+            continue
+        for key, replica in specs.items():
+            count = replica.get("replicas", 1) if isinstance(replica, dict) else 1
+            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+                continue
+            longest = f"{doc.name}-{str(key).lower()}-{count - 1}"
+            if len(longest) > SERVICE_NAME_MAX:
+                yield Violation(doc, "metadata.name", f"the Service of {key} {count - 1} would be {longest!r}, "
+                                f"{len(longest)} characters; shorten the name by {len(longest) - SERVICE_NAME_MAX}")
+                break
 
 
 def _claim_volumes(pod: PodSpec) -> dict[str, str]:

@@ -2,6 +2,7 @@
 finding names, label-selector semantics, and the labels the operator gives TFJob pods."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from colocate import checker
 from colocate.checker import manifests
 from colocate.model import names
 from colocate.checker.manifests import Doc
+from colocate.model.pods import replicas
 from colocate.model.scheduling import selector_matches
 from colocate.policies.checks.training import _pod_label_sets
 
@@ -28,6 +30,7 @@ FIELDS = {
     "COL103/fail.lowercase.yaml": {"spec.tfReplicaSpecs.ps.template.spec.containers[0].resources.limits.nvidia.com/gpu"},
     "COL104/fail.two-chiefs.yaml": {"spec.tfReplicaSpecs.Chief.replicas"},
     "COL104/fail.chief-and-master.yaml": {"spec.tfReplicaSpecs"},
+    "COL104/fail.lowercase-chief-and-master.yaml": {"spec.tfReplicaSpecs"},
     "COL105/fail.yaml": {CONTAINERS},
     "COL106/fail.no-volume.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.volumes"},
     "COL106/fail.not-mounted.yaml": {f"{CONTAINERS}[1].volumeMounts"},
@@ -42,7 +45,9 @@ FIELDS = {
     "COL109/fail.yaml": {"spec.runPolicy.schedulingPolicy.priorityClass"},
     "COL004/fail.tfjob.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.priorityClassName"},
     "COL005/fail.tfjob.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.tolerations[0]"},
+    "COL005/fail.tfjob-empty-key.yaml": {"spec.tfReplicaSpecs.Worker.template.spec.tolerations[0]"},
     "COL110/fail.yaml": {"spec.tfReplicaSpecs"},
+    "COL110/fail.lowercase.yaml": {"spec.tfReplicaSpecs"},
     "COL112/fail.unset.yaml": {"spec.runPolicy"},
     "COL112/fail.running.yaml": {"spec.runPolicy.cleanPodPolicy"},
     "COL113/fail.no-env.yaml": {f"{CONTAINERS}[0].env"},
@@ -55,6 +60,9 @@ FIELDS = {
     "COL116/fail.cpu-chief.yaml": {"spec.tfReplicaSpecs.Chief.template.spec.containers"},
     "COL116/fail.lowercase-worker.yaml": {"spec.tfReplicaSpecs.Chief.template.spec.containers"},
     "COL117/fail.yaml": {"spec.tfReplicaSpecs"},
+    "COL118/fail.yaml": {"kind"},
+    "COL118/fail.mpijob.yaml": {"kind"},
+    "COL119/fail.yaml": {"metadata.name"},
     "COL120/fail.yaml": {"spec.tfReplicaSpecs"},
     "COL120/fail-no-queue.yaml": {"metadata.labels[kueue.x-k8s.io/queue-name]"},
 }
@@ -156,6 +164,48 @@ def test_pod_specs_carry_the_replica_role_only_for_tfjobs():
     deployment = Doc("d.yaml", 1, {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
                                    "spec": {"template": {"spec": {"containers": []}}}})
     assert [p.role for p in manifests.pod_specs(deployment)] == [""]
+
+
+# --- the other Kubeflow training kinds ---------------------------------------------------------
+
+#: A TFJob of 200 privileged host-network Workers of 8 GPUs each at online-high, tolerating the
+#: online taint, from an unknown registry (hostile-3.md R3-H3).
+HOSTILE_WORKERS = {"replicas": 200, "restartPolicy": "OnFailure", "template": {"spec": {
+    "priorityClassName": "online-high", "hostNetwork": True, "terminationGracePeriodSeconds": 3600,
+    "tolerations": [{"key": "online", "operator": "Exists"}], "nodeSelector": {"role": "online"},
+    "containers": [{"name": "tensorflow", "image": "evil.io/miner:1", "securityContext": {"privileged": True},
+                    "resources": {"limits": {"nvidia.com/gpu": 8}}}]}}}
+
+
+def _training_job(tmp_path: Path, kind: str) -> tuple[Path, str]:
+    field = names.KUBEFLOW_REPLICA_SPECS[kind]
+    job = {"apiVersion": "kubeflow.org/v1", "kind": kind, "metadata": {"name": "miner", "namespace": "training"},
+           "spec": {"runPolicy": {"cleanPodPolicy": "All"}, field: {"Worker": HOSTILE_WORKERS}}}
+    if kind == "MXJob":
+        job["spec"]["jobMode"] = "MXTrain"  # required (mxnet_types.go)
+    path = tmp_path / f"{kind}.yaml"
+    path.write_text(json.dumps(job))
+    return path, field
+
+
+@pytest.mark.parametrize("kind", ["PyTorchJob", "MPIJob", "XGBoostJob", "MXJob", "PaddleJob"])
+def test_every_kubeflow_kind_s_templates_get_the_findings_a_tfjob_gets(tmp_path, kind):
+    tfjob, _ = _training_job(tmp_path, "TFJob")
+    other, field = _training_job(tmp_path, kind)
+    expected = {(f.rule, f.field.replace("spec.tfReplicaSpecs.", f"spec.{field}."))
+                for f in checker.check([tfjob]).findings if f.severity == "error"}
+    assert {"COL004", "COL005", "COL009", "COL050", "COL107", "COL500", "COL501"} <= {r for r, _ in expected}
+    found = checker.check([other]).findings
+    assert {(f.rule, f.field) for f in found if f.rule != "COL118"} == expected
+    (governed,) = [f for f in found if f.rule == "COL118"]
+    assert governed.severity == "error" and "TFJob" in governed.fix and "no pause" in governed.message
+
+
+def test_replicas_of_every_kubeflow_kind_are_counted():
+    doc = Doc("j.yaml", 1, {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "j"},
+                            "spec": {"pytorchReplicaSpecs": {"Master": _replica(), "Worker": _replica(7)}}})
+    assert [(p.replica_key, p.role, replicas(p, 0)) for p in manifests.pod_specs(doc)] == [
+        ("Master", "", 1), ("Worker", "", 7)]
 
 
 def test_the_grace_period_bounds_agree_with_the_construct():
