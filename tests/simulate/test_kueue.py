@@ -298,3 +298,99 @@ def test_wait_for_pods_ready_evicts_a_job_none_of_whose_pods_runs_but_not_one_wi
 def _timed_out(wl: dict | None) -> bool:
     return (_condition(wl, "Evicted").get("reason") == "PodsReadyTimeout"
             or (((wl or {}).get("status") or {}).get("requeueState") or {}).get("count", 0) >= 1)
+
+
+# --- colocate simulate with Kueue in dist/: what the generator will write, added to a copy ---------
+
+def _requests(job: dict) -> dict[str, int]:
+    """Whole units of each resource a TFJob's replicas request (cpu in millicores, memory in bytes); a
+    limit without a request is the request (the API server's defaulting, which Kueue counts too)."""
+    from colocate.model import quantity
+
+    out: dict[str, int] = {}
+    for spec in job["spec"]["tfReplicaSpecs"].values():
+        for container in spec["template"]["spec"]["containers"]:
+            resources = container.get("resources") or {}
+            for name, value in {**(resources.get("limits") or {}), **(resources.get("requests") or {})}.items():
+                out[name] = out.get(name, 0) + int(quantity.parse(value) * (1000 if name == "cpu" else 1)) * spec["replicas"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def synced(tmp_path_factory):
+    import shutil
+    import subprocess
+
+    import yaml
+
+    from colocate import ROOT
+    from colocate.simulate import run, scenario
+
+    dist = tmp_path_factory.mktemp("kueue-dist") / "dist"
+    shutil.copytree(ROOT / "dist", dist)
+    # Kueue's CRDs and its in-cluster webhook configurations (Service kueue-system/kueue-webhook-service)
+    # in the wave -5 Application that installs the training-operator's, the hooks of Kueue's kinds and TFJobs.
+    upstream = dist / "apps" / "training-operator-upstream"
+    for crd in kueue.crds():
+        (upstream / f"customresourcedefinition.{crd['metadata']['name']}.yaml").write_text(yaml.safe_dump(crd))
+    rendered = subprocess.run([str(ROOT / "bin" / "kustomize"), "build", str(kueue.tree() / "default")],
+                              capture_output=True, text=True, check=True).stdout
+    kept = {h["name"] for d in kueue.webhook_configurations("https://unused", b"") for h in d["webhooks"]}
+    for doc in yaml_load_all(rendered):
+        if doc and doc["kind"] in kueue.WEBHOOK_KINDS:
+            doc["webhooks"] = [h for h in doc["webhooks"] if h["name"] in kept]
+            (upstream / f"{doc['kind'].lower()}.{doc['metadata']['name']}.yaml").write_text(yaml.safe_dump(doc))
+    # One ClusterQueue with quota for every reference TFJob, which carry its LocalQueue's label.
+    training = dist / "apps" / "training"
+    total: dict[str, int] = {}
+    for file in sorted(training.glob("tfjob.*.yaml")):
+        job = yaml.safe_load(file.read_text())
+        job["metadata"]["labels"][QUEUE_LABEL] = "training"
+        file.write_text(yaml.safe_dump(job))
+        for name, amount in _requests(job).items():
+            total[name] = total.get(name, 0) + amount
+    queues = _queues("training", 0)
+    queues[1]["spec"]["resourceGroups"][0] = {"coveredResources": sorted(total), "flavors": [{
+        "name": "training-flavor", "resources": [{"name": n, "nominalQuota": f"{v}m" if n == "cpu" else str(v)}
+                                                 for n, v in sorted(total.items())]}]}
+    for obj in queues:
+        (training / f"{obj['kind'].lower()}.{obj['metadata']['name']}.yaml").write_text(yaml.safe_dump(obj))
+
+    seen: dict = {}
+
+    def inspect(cp: ControlPlane) -> None:
+        seen["jobs"] = {j["metadata"]["name"]: j for j in cp.items(TFJOBS)}
+        seen["workloads"] = {j: _workload(cp, j) for j in seen["jobs"]}
+        seen["hooks"] = {h["name"]: h["clientConfig"] for kind in ("mutating", "validating") for h in cp.request(
+            "GET", f"/apis/admissionregistration.k8s.io/v1/{kind}webhookconfigurations/kueue-{kind}-webhook-configuration")[
+            "webhooks"]}
+        seen["metrics"] = cp.scrape("kueue")
+        seen["url"] = next(c["url"] for c in seen["hooks"].values()).split("/mutate")[0].split("/validate")[0]
+
+    obs, _ = run.simulate(dist, scenario.load("night"), log=lambda line: None, inspect=inspect)
+    return obs, seen
+
+
+def test_simulate_runs_kueue_once_argo_cd_installed_its_crds_and_every_reference_job_is_admitted(synced):
+    obs, seen = synced
+    assert obs.ok and not obs.rejected, (obs.rejected, obs.failed_creates, obs.notes)
+    assert not [n for n in obs.notes if "Kueue" in n], obs.notes
+    assert set(seen["jobs"]) == {"recsys-train", "tf-mnist-dist", "tf-ps-mode"}
+    for name, job in seen["jobs"].items():
+        assert _condition(seen["workloads"][name], "Admitted").get("status") == "True", seen["workloads"][name]
+        assert tfjob_state(job) == "Running" and not _suspended(job), job["status"]
+    assert _samples(seen["metrics"], "kueue_admitted_workloads_total") == {'{cluster_queue="training"}': 3}
+    # Admitted while Argo CD synced, their pods ready within the timeout: the training-operator runs
+    # as soon as Kueue does, not after the sync.
+    evicted = _samples(seen["metrics"], "kueue_evicted_workloads_total")
+    assert not any(evicted.values()), evicted
+
+
+def test_dist_webhook_configurations_call_the_host_process_by_url(synced):
+    obs, seen = synced
+    url = seen["url"]
+    assert url.startswith("https://127.0.0.1:")
+    assert all(c["url"].startswith(url + "/") and c["caBundle"] and "service" not in c for c in seen["hooks"].values())
+    assert "mtfjob.kb.io" in seen["hooks"]
+    assert "WebhookConfiguration/kueue-validating-webhook-configuration" in obs.stand_ins["Kueue"], obs.stand_ins
+    assert not [k for k in obs.stand_ins if "kueue-" in k and k != "Kueue"], obs.stand_ins
