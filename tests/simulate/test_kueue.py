@@ -82,15 +82,27 @@ def _create(cp: ControlPlane, obj: dict, dry_run: bool = False) -> dict:
                       ("?dryRun=All" if dry_run else ""), obj)
 
 
-def _wait(what: str, done, timeout: float = 90.0):
+def _wait(what: str, done, timeout: float = 180.0, cp: ControlPlane | None = None):
+    """Poll ``done`` until it answers; on timeout, fail with the jobs' and Workloads' state."""
     deadline = time.monotonic() + timeout
     while True:
         got = done()
         if got:
             return got
         if time.monotonic() > deadline:
-            raise AssertionError(f"waited {timeout:.0f} s for {what}")
+            raise AssertionError(f"waited {timeout:.0f} s for {what}" + (f"; now:\n{_state(cp)}" if cp else ""))
         time.sleep(0.5)
+
+
+def _state(cp: ControlPlane) -> str:
+    lines = []
+    for job in cp.items(TFJOBS):
+        name = job["metadata"]["name"]
+        conditions = [(c["type"], c["status"], c.get("reason")) for c in
+                      ((_workload(cp, name) or {}).get("status") or {}).get("conditions") or []]
+        lines.append(f"{name}: suspend={_suspended(job)} state={tfjob_state(job)} pods={_phases(cp, name)} "
+                     f"workload={conditions}")
+    return "\n".join(lines)
 
 
 def _job(cp: ControlPlane, name: str) -> dict:
@@ -128,6 +140,12 @@ def _admitted(cp: ControlPlane, job: str) -> bool:
 
 def _running(cp: ControlPlane, job: str, workers: int = 1) -> bool:
     return not _suspended(_job(cp, job)) and _phases(cp, job) == ["Running"] * workers
+
+
+def _counts(cp: ControlPlane, queue: str) -> tuple[int, int]:
+    """(admitted, pending) Workloads, as the ClusterQueue's status counts them."""
+    status = cp.request("GET", f"{KUEUE}/clusterqueues/{queue}").get("status") or {}
+    return status.get("admittedWorkloads", 0), status.get("pendingWorkloads", 0)
 
 
 def _patch_stop_policy(cp: ControlPlane, queue: str, policy: str) -> None:
@@ -193,17 +211,19 @@ def test_two_of_three_jobs_are_admitted_and_run_the_third_waits_suspended(cluste
     for name in ("job-a", "job-b", "job-c"):
         _create(cp, _tfjob(name, "gpus", "main"))
         time.sleep(1.1)  # distinct creation seconds: Kueue orders a queue by creation time
-    _wait("job-a and job-b to run", lambda: _running(cp, "job-a") and _running(cp, "job-b"))
-    _wait("job-c's Workload to be pending", lambda: _condition(_workload(cp, "job-c"), "QuotaReserved").get(
-        "reason") == "Pending")
+    _wait("job-a and job-b to run", lambda: _running(cp, "job-a") and _running(cp, "job-b"), cp=cp)
+    _wait("the ClusterQueue to count job-c pending", lambda: _workload(cp, "job-c") and _counts(cp, "gpus") == (2, 1),
+          cp=cp)
     time.sleep(3)  # nothing else is coming
     pending = _workload(cp, "job-c")
     assert [_admitted(cp, j) for j in ("job-a", "job-b", "job-c")] == [True, True, False]
-    assert "insufficient unused quota for nvidia.com/gpu" in _condition(pending, "QuotaReserved")["message"], pending
+    reserved = _condition(pending, "QuotaReserved")
+    assert reserved.get("status") != "True", pending["status"]
+    # Why, once Kueue's scheduler has tried it (once, on a loaded machine, job-c's Workload still had
+    # no QuotaReserved condition after 180 s while the ClusterQueue counted it pending).
+    assert not reserved or "insufficient unused quota for nvidia.com/gpu" in reserved["message"], pending["status"]
     assert _suspended(_job(cp, "job-c")) and _pods(cp, "job-c") == []
     assert tfjob_state(_job(cp, "job-c")) != "Failed"
-    queue = cp.request("GET", f"{KUEUE}/clusterqueues/gpus")["status"]
-    assert (queue["admittedWorkloads"], queue["pendingWorkloads"]) == (2, 1), queue
 
 
 def test_kueue_serves_its_queue_metrics(cluster):
@@ -224,13 +244,14 @@ def test_hold_and_drain_suspends_the_running_jobs_without_failing_them(cluster):
     cp, _ = cluster
     _patch_stop_policy(cp, "gpus", "HoldAndDrain")
     jobs = ("job-a", "job-b", "job-c")
-    _wait("every job suspended with no pod", lambda: all(_suspended(_job(cp, j)) and not _pods(cp, j) for j in jobs))
+    _wait("every job suspended with no pod", lambda: all(_suspended(_job(cp, j)) and not _pods(cp, j) for j in jobs),
+          cp=cp)
     for name in ("job-a", "job-b"):
         job, wl = _job(cp, name), _workload(cp, name)
         assert tfjob_state(job) != "Failed", job["status"]
         assert _condition(job, "Suspended").get("status") == "True", job["status"]
         assert _condition(wl, "Evicted").get("reason") == "ClusterQueueStopped", wl["status"]
-    _wait("the quota to be released", lambda: not any(_admitted(cp, j) for j in jobs))
+    _wait("the quota to be released", lambda: not any(_admitted(cp, j) for j in jobs), cp=cp)
     text = urllib.request.urlopen(cp.metrics["kueue"], timeout=10).read().decode()
     evicted = _samples(text, "kueue_evicted_workloads_total")
     assert evicted.get('{cluster_queue="gpus",reason="ClusterQueueStopped"}') == 2, evicted
@@ -244,7 +265,7 @@ def test_stop_policy_none_admits_them_again(cluster):
     def two_running() -> set[str] | None:
         found = {j for j in jobs if _running(cp, j)}
         return found if len(found) == 2 else None
-    running = _wait("two jobs to run again", two_running)
+    running = _wait("two jobs to run again", two_running, cp=cp)
     time.sleep(3)
     # Two of the three, not necessarily the two it drained: job-c, pending all along, is requeued as
     # soon as the queue is active, the drained ones once Kueue marks them Requeued
@@ -256,7 +277,7 @@ def test_stop_policy_none_admits_them_again(cluster):
     assert all(tfjob_state(_job(cp, j)) in ("Running", "Suspended") for j in jobs)
     if waiting != "job-c":  # a drained job waits: it is admitted when job-c gives the quota back
         cp.request("DELETE", f"{TFJOBS}/job-c")
-        _wait(f"{waiting} to run again", lambda: _running(cp, waiting))
+        _wait(f"{waiting} to run again", lambda: _running(cp, waiting), cp=cp)
     for name in ("job-a", "job-b"):
         job = _job(cp, name)
         assert _running(cp, name) and tfjob_state(job) == "Running", job["status"]
@@ -268,17 +289,18 @@ def test_wait_for_pods_ready_evicts_a_job_none_of_whose_pods_runs_but_not_one_wi
     # One 2-GPU worker fits the spare node, the second stays Pending.
     _create(cp, _tfjob("half-placed", "spare", "spare", workers=2, gpus=2))
     _wait("half-placed to be admitted with one worker running",
-          lambda: _admitted(cp, "half-placed") and _phases(cp, "half-placed") == ["Pending", "Running"])
+          lambda: _admitted(cp, "half-placed") and _phases(cp, "half-placed") == ["Pending", "Running"], cp=cp)
     # No node has 4 GPUs: the scheduler places nothing, Kueue admitted it (quota 8).
     _create(cp, _tfjob("placed-nowhere", "spare", "spare", gpus=4))
-    _wait("placed-nowhere to be admitted", lambda: _admitted(cp, "placed-nowhere"))
+    _wait("placed-nowhere to be admitted", lambda: _admitted(cp, "placed-nowhere"), cp=cp)
     admitted_at = time.monotonic()
     # Evicted (reason PodsReadyTimeout) lasts until the requeue backoff readmits it; the requeue
     # count stays.
     evicted = _wait("placed-nowhere to be evicted", lambda: _timed_out(_workload(cp, "placed-nowhere"))
-                    and time.monotonic(), timeout=TIMEOUT + 60)
-    # The timeout is colocate.yaml's, scaled (600 s -> 20 s); Kueue counts from admission.
-    assert TIMEOUT - 2 <= evicted - admitted_at <= TIMEOUT + 15, (evicted - admitted_at, TIMEOUT)
+                    and time.monotonic(), timeout=TIMEOUT + 90, cp=cp)
+    # The timeout is colocate.yaml's, scaled (600 s -> 20 s), not Kueue's default 5 min; Kueue counts
+    # from admission (both moments as this test saw them, a poll or two late on a busy machine).
+    assert TIMEOUT - 5 <= evicted - admitted_at <= TIMEOUT + 45, (evicted - admitted_at, TIMEOUT)
     stopped = _wait("Kueue to stop placed-nowhere", lambda: [
         e["message"] for e in cp.items(f"/api/v1/namespaces/{NS}/events")
         if e["involvedObject"].get("name") == "placed-nowhere" and e.get("reason") == "Stopped"])
