@@ -18,6 +18,9 @@ import zlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any, Callable
+
+import yaml
 
 from colocate import ROOT
 from colocate.base import safe_yaml
@@ -52,8 +55,12 @@ class AppState:
 
 
 class ArgoCD:
-    def __init__(self, cp: ControlPlane, cfg: Config, dist: Path):
+    def __init__(self, cp: ControlPlane, cfg: Config, dist: Path,
+                 rewrite: Callable[[dict[str, Any]], bool] | None = None):
+        """``rewrite``: called on each webhook configuration of the repository copy; it changes the
+        object in place and says whether it did (Kueue's, served by a host process: kueue.py)."""
         self.cp, self.cfg, self.dist = cp, cfg, dist
+        self.rewrite = rewrite
         self.namespace = cfg.gitops.argocd_namespace
         self.repo = cp.workdir / "repo"
         self.repo_url = f"file://{self.repo}"
@@ -113,7 +120,11 @@ class ArgoCD:
         for file in (self.repo / "dist").rglob("*.yaml"):
             text = file.read_text()
             if ours in text or server in text:
-                file.write_text(text.replace(ours, self.repo_url).replace(server, self.cp.server))
+                file.write_text(text := text.replace(ours, self.repo_url).replace(server, self.cp.server))
+            if self.rewrite and "WebhookConfiguration" in text:
+                docs = [d for d in safe_yaml.load_all(text) if d]
+                if [self.rewrite(d) for d in docs if isinstance(d, dict)].count(True):
+                    file.write_text(yaml.safe_dump_all(docs, sort_keys=False))
         subprocess.run([*_GIT, "init", "-q", str(self.repo)], check=True)
         self.commit("dist/ as simulated")
 

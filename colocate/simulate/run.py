@@ -14,7 +14,7 @@ from colocate.errors import InputError
 from colocate.model.names import PEAK_REPLICAS_ANNOTATION, TIER_LABEL
 from colocate.base.data_files import display
 from colocate.incluster.resubmit import policy as resubmit_policy
-from colocate.simulate import argocd, components, nodes, observe, stand_ins, steps as steps_mod, toolchain
+from colocate.simulate import argocd, components, kueue, nodes, observe, stand_ins, steps as steps_mod, toolchain
 from colocate.simulate.local_cluster import ControlPlane, SimulationError, refusal
 from colocate.simulate.scenario import Scenario
 
@@ -52,11 +52,26 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
         storage_classes = sorted({cfg.shared_storage_class, cfg.monitoring.storage_class})
         for storage_class in storage_classes:  # the cluster provides them (dist/ does not write them)
             components.install_storage_class(cp, storage_class)
-        argo = argocd.ArgoCD(cp, cfg, dist)
+        # Kueue's manager runs as a host process once Argo CD has installed its CRDs, while the sync
+        # goes on: its webhooks (dist/'s, called by URL in Argo CD's copy) admit the TFJobs.
+        queue = kueue.Kueue(cp, cfg.kueue) if cfg.kueue else None
+        argo = argocd.ArgoCD(cp, cfg, dist, rewrite=queue.rewrite if queue else None)
         argo.start()
         obs.rejected += [observe.Rejected("dist/bootstrap/", "root Application", e) for e in argo.apply_bootstrap()]
+
+        def tick(cp: ControlPlane) -> None:
+            _operators(cp)
+            if queue:
+                queue.start_when_served()
+                # Kueue's waitForPodsReady counts from admission, which comes during the sync: the
+                # operator that makes the pods runs by then, as its Deployment would on the cluster.
+                if queue.started and not operator_started() and _served(cp, "kubeflow.org/v1", "TFJob"):
+                    components.start_training_operator(cp)
+
+        def operator_started() -> bool:
+            return any(name == "training-operator" for name, _ in cp.processes)
         apps = argo.wait_synced({d["metadata"]["name"] for _, d in [*docs, *_bootstrap(dist)] if d["kind"] == "Application"},
-                                tick=_operators)
+                                tick=tick)
         log(f"simulate: Argo CD synced {sum(a.sync == 'Synced' for a in apps)} of {len(apps)} Applications "
             f"({time.monotonic() - started:.1f} s)")
         _sync_results(cp, apps, docs, obs)
@@ -64,14 +79,19 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
         obs.applications = apps
         # The training-operator's CRDs are the ones Argo CD applied (training-operator-upstream);
         # the operator itself runs as a process, once they are served.
-        if _served(cp, "kubeflow.org/v1", "TFJob"):
+        if operator_started():
+            pass
+        elif _served(cp, "kubeflow.org/v1", "TFJob"):
             components.start_training_operator(cp)
         else:
             obs.notes.append("the training-operator did not start: Argo CD did not install the TFJob CRD")
+        if queue and not queue.started:
+            obs.notes.append(f"Kueue {cfg.kueue.version} did not start: Argo CD did not install every CRD of "
+                             f"the release (kueue.x-k8s.io: {len(kueue.crds())}, vendor/kueue/config/components/crd/bases)")
         if resubmitting:
             components.start_resubmitter(cp, _training_namespaces(docs))
         obs.settled = _settle(cp, resubmitting)
-        obs.stand_ins = stand_ins.describe(cp, storage_classes)
+        obs.stand_ins = stand_ins.describe(cp, storage_classes, queue)
         log(f"simulate: cluster settled ({time.monotonic() - started:.1f} s)")
         since = ""
         if scenario.scale_to_peak or scenario.scale:
@@ -291,6 +311,10 @@ def _settle(cp: ControlPlane, resubmitting: bool = False) -> bool:
     return False
 
 
+def _condition(obj: dict, kind: str) -> str:
+    return next((c.get("status", "") for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), "")
+
+
 def _fingerprint(cp: ControlPlane, resubmitting: bool = False) -> tuple:
     pods = tuple(sorted((p["metadata"]["namespace"], p["metadata"]["name"], p["spec"].get("nodeName") or "",
                          p.get("status", {}).get("phase", ""), bool(p["metadata"].get("deletionTimestamp")))
@@ -306,9 +330,13 @@ def _fingerprint(cp: ControlPlane, resubmitting: bool = False) -> tuple:
     if resubmitting:  # a resubmission waiting out its backoff is work still to come
         behind += [j["metadata"]["name"] for j in live
                    if resubmit_policy.decide(j, components.SIM_SETTINGS).action == "resubmit"]
+    workloads = ()
+    if any(name == "kueue" for name, _ in cp.processes):  # an admission or eviction is a change
+        workloads = tuple(sorted((w["metadata"]["name"], *(_condition(w, t) for t in ("QuotaReserved", "Admitted", "Evicted")))
+                                 for w in cp.items(f"/apis/{kueue.GROUP}/v1beta1/workloads")))
     pending = {name for name, _, state in jobs if state == "Pending"}
     if pending:  # no condition yet: the operator has not acted on it, unless it said why not
         said = {e["involvedObject"].get("name") for e in cp.items("/api/v1/events")
                 if e["involvedObject"].get("kind") == "TFJob"}
         behind += sorted(pending - said)
-    return pods, claims, jobs, time.monotonic() if behind else ()
+    return pods, claims, jobs, workloads, time.monotonic() if behind else ()

@@ -103,8 +103,9 @@ def _status(cp: ControlPlane, kind: str, prefix: str, resource: Mapping[str, Any
     cp.request("PATCH", f"{path}/status", {"status": status}, content_type="application/merge-patch+json")
 
 
-def describe(cp: ControlPlane, storage_classes: list[str]) -> dict[str, str]:
-    """What stands in for what cannot run offline, read from the live cluster, for the report."""
+def describe(cp: ControlPlane, storage_classes: list[str], kueue: Any = None) -> dict[str, str]:
+    """What stands in for what cannot run offline, read from the live cluster, for the report.
+    ``kueue``: the simulation's Kueue (colocate/simulate/kueue.py), whose webhooks a host process serves."""
     out = {"containers": "no container runs: kwok v0.5.2 plays every node's kubelet, so a scheduled pod is "
                          "Running at once and a Job's pod (the Helm hook Jobs Argo CD runs as PreSync/PostSync "
                          "hooks, a CronJob's run) exits 0 after 1 s without doing its work",
@@ -114,6 +115,8 @@ def describe(cp: ControlPlane, storage_classes: list[str]) -> dict[str, str]:
                          ("mutatingwebhookconfigurations", "MutatingWebhookConfiguration")):
         for config in cp.items(f"/apis/admissionregistration.k8s.io/v1/{plural}"):
             for hook in config.get("webhooks") or []:
+                if kueue is not None and kueue.started and ((hook.get("clientConfig") or {}).get("url") or "").startswith(kueue.url):
+                    continue  # served: below
                 service = (hook.get("clientConfig") or {}).get("service")
                 server = f"Service {service['namespace']}/{service['name']}" if service else \
                     (hook.get("clientConfig") or {}).get("url", "its URL")
@@ -122,6 +125,11 @@ def describe(cp: ControlPlane, storage_classes: list[str]) -> dict[str, str]:
                           else "the API server refuses every request it matches")
                 out[f"{kind}/{config['metadata']['name']} {hook['name']}"] = (
                     f"its server ({server}) is a container, which does not run; failurePolicy {policy}: {effect}")
+    if kueue is not None and kueue.started:
+        made = "dist/'s " + ", ".join(kueue.rewritten) if kueue.rewritten else "the release's (the vendored manifests.yaml)"
+        out["Kueue"] = (f"its manager runs as a host process on 127.0.0.1 (its in-cluster Deployment's pod is kwok's); "
+                        f"{made} call it by URL with a simulation-made certificate, not through Service "
+                        f"{kueue.namespace}/{kueue.service}, which has no endpoint a host process can serve")
     for sts in cp.items("/apis/apps/v1/statefulsets"):
         what = (sts["metadata"].get("annotations") or {}).get(STAND_IN_ANNOTATION)
         if what:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from colocate import config
+from colocate.base import vendored
 from colocate.errors import InputError
 # Build, go_install and the stamps are shared with the renderers (colocate/synth/renderers.py).
 from colocate.base.go_builds import BIN, TOOLS, Build, go_install, run_main, up_to_date  # noqa: F401 (re-exported)
@@ -49,7 +50,27 @@ def builds(cfg: config.Config) -> list[Build]:
         # (colocate/simulate/celcost.py, docs/admission.md); k8s.io/apiserver v0.X is Kubernetes v1.X.
         Build("celcost", ("celcost",), "k8s.io/apiserver", f"v0.{minor}.{k8s_version.split('.')[2]}", "celcost",
               (".",), "-s -w", cold="about 1 min"),
+        *([_kueue(cfg)] if cfg.kueue else []),
     ]
+
+
+#: Kueue's version variables (kubernetes-sigs/kueue Makefile ``version_pkg``): its log and
+#: ``kueue_build_info`` report them.
+KUEUE_VERSION_PKG = "sigs.k8s.io/kueue/pkg/version"
+
+
+def _kueue(cfg: config.Config) -> Build:
+    """Kueue's manager (upstream's Makefile builds it as bin/manager from cmd/kueue), at colocate.yaml
+    ``kueue.version``: the release whose config/ tree vendor/kueue holds, whose commit
+    vendor/sources.yaml records (the module zip carries no commit)."""
+    version = cfg.kueue.version
+    tree = vendored.load().get("kueue")
+    if tree is None or tree.tag != version:
+        raise InputError(cfg.file, "$.kueue.version", f"{version}, but vendor/sources.yaml has kueue at "
+                         f"{tree.tag if tree else 'no tag'}: vendor the same release (scripts/vendor_refresh.py)")
+    flags = f"-s -w -X {KUEUE_VERSION_PKG}.GitVersion={version} -X {KUEUE_VERSION_PKG}.GitCommit={tree.commit}"
+    return Build("kueue", ("kueue",), "sigs.k8s.io/kueue", version, None, ("sigs.k8s.io/kueue/cmd/kueue",), flags,
+                 cold="about 6 min")
 
 #: Names the Argo CD binary answers to (tools/sim/argocd/main.go picks the command by its name).
 ARGOCD_COMMANDS = ("argocd-application-controller", "argocd-repo-server")
