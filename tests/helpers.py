@@ -1,10 +1,16 @@
 """Test helpers: run the CLI and tools as subprocesses, with the environment `make` gives."""
 from __future__ import annotations
 
+import http.server
 import importlib.util
+import json
 import shutil
 import subprocess
 import sys
+import threading
+import time
+import urllib.parse
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
@@ -112,3 +118,40 @@ def chart_values(name: str, config=None) -> dict:
 
     chart = next(c for c in app.build(config).charts if isinstance(c, RenderedChart) and c.row.name == name)
     return chart.row.source.values
+
+
+@contextmanager
+def json_server(answer):
+    """An HTTP server on loopback answering GETs with ``answer(path, query)`` as JSON."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            url = urllib.parse.urlsplit(self.path)
+            body = json.dumps(answer(url.path, urllib.parse.parse_qs(url.query))).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def wait_for(what: str, done, timeout: float, state=None):
+    """Poll ``done`` every half second until it answers something true, and return it; after
+    ``timeout`` seconds fail, with ``state()`` appended when given (what the cluster holds now)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = done()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout:.0f} s for {what}" + (f"; now:\n{state()}" if state else ""))
+        time.sleep(0.5)

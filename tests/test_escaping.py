@@ -4,19 +4,15 @@ the terminal nor the CI log as it is, from capacity, report, diff and offline (h
 M4, M5, M12). HTML in a name never reaches a pull-request comment as markup."""
 from __future__ import annotations
 
-import http.server
 import json
 import shutil
-import threading
-import urllib.parse
-from contextlib import contextmanager
 
 import pytest
 import yaml
 
 from colocate import ROOT
 from colocate.base.text import code_span, escape, markdown
-from tests.helpers import colocate, git, yaml_load
+from tests.helpers import colocate, git, json_server, yaml_load
 
 HOSTILE = "evil\x1b[2J\x1b[31m\n::error file=README.md::forged<img src=x><h1>APPROVED</h1>|"
 AT = 1_764_000_000
@@ -35,30 +31,6 @@ def test_escape_shows_control_characters_and_a_leading_workflow_command():
     assert escape("plain-name.v2") == "plain-name.v2"
     assert markdown("<h1>x</h1>|y") == "&lt;h1&gt;x&lt;/h1&gt;\\|y"
     assert code_span("a`b\n") == "`a'b\\x0a`"
-
-
-@contextmanager
-def _server(answer):
-    """An HTTP server on loopback answering GETs with ``answer(path, query)`` as JSON."""
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            url = urllib.parse.urlsplit(self.path)
-            body = json.dumps(answer(url.path, urllib.parse.parse_qs(url.query))).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
 
 
 def test_capacity_escapes_application_and_operator_resource_names(tmp_path):
@@ -86,7 +58,7 @@ def test_report_escapes_labels_from_prometheus():
         return {"status": "success", "data": {"resultType": "matrix" if path.endswith("range") else "vector",
                                                "result": result}}
 
-    with _server(answer) as url:
+    with json_server(answer) as url:
         for fmt in ("text", "markdown"):
             proc = colocate("report", "--prometheus", url, "--until", str(AT), "--since", "1h", "--format", fmt)
             assert proc.returncode == 0, proc.stderr
@@ -113,14 +85,14 @@ def test_diff_escapes_application_names_from_the_index(tmp_path):
         assert fmt == "text" or ("<img" not in proc.stdout and "<h1>" not in proc.stdout)
 
 
-def test_offline_escapes_tfjob_names_from_the_api_server(tmp_path):
+def test_offline_escapes_tfjob_names_from_the_apijson_server(tmp_path):
     job = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": HOSTILE, "namespace": "training"},
            "spec": {"runPolicy": {}, "tfReplicaSpecs": {}}, "status": {}}
 
     def answer(path, query):
         return {"apiVersion": "kubeflow.org/v1", "kind": "TFJobList", "metadata": {}, "items": [job]}
 
-    with _server(answer) as url:
+    with json_server(answer) as url:
         kubeconfig = tmp_path / "kubeconfig"
         kubeconfig.write_text(json.dumps({
             "apiVersion": "v1", "kind": "Config", "current-context": "x",

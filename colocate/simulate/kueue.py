@@ -20,7 +20,6 @@ import copy
 import functools
 import json
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -268,15 +267,7 @@ class Kueue:
                     raise SimulationError(f"Kueue's {obj['kind']} {obj['metadata']['name']}: {refusal(exc)}") from None
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while True:
-            self.cp.check_alive()
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.ports['health']}/readyz", timeout=5):
-                    return
-            except (urllib.error.URLError, OSError):
+        def readyz() -> None:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.ports['health']}/readyz", timeout=5):
                 pass
-            if time.monotonic() > deadline:
-                raise SimulationError(f"Kueue not ready after {READY_TIMEOUT:.0f} s; its log is "
-                                      f"{self.cp.logs / 'kueue.log'}:\n{self.cp.tail('kueue')}")
-            time.sleep(0.3)
+        self.cp.wait_ready("kueue", readyz, READY_TIMEOUT, 0.3)

@@ -209,18 +209,23 @@ class ControlPlane:
         }, indent=1))
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
+        self.wait_ready("kube-apiserver", lambda: self.request("GET", "/readyz", raw=True), READY_TIMEOUT, 0.2)
+
+    def wait_ready(self, name: str, probe, timeout: float, interval: float) -> None:
+        """Call ``probe`` until it answers without a connection error; the process ``name`` must
+        stay alive meanwhile, and after ``timeout`` seconds the error quotes the end of its log."""
+        deadline = time.monotonic() + timeout
         while True:
             self.check_alive()
             try:
-                self.request("GET", "/readyz", raw=True)
+                probe()
                 return
             except (urllib.error.URLError, OSError):
                 pass
             if time.monotonic() > deadline:
-                raise SimulationError(f"kube-apiserver not ready after {READY_TIMEOUT:.0f} s; its log is "
-                                      f"{self.logs / 'kube-apiserver.log'}:\n{self.tail('kube-apiserver')}")
-            time.sleep(0.2)
+                raise SimulationError(f"{name} not ready after {timeout:.0f} s; its log is "
+                                      f"{self.logs / f'{name}.log'}:\n{self.tail(name)}")
+            time.sleep(interval)
 
     # --- clients -----------------------------------------------------------------------------
     def request(self, method: str, path: str, body: dict | None = None, raw: bool = False,

@@ -23,7 +23,7 @@ from colocate.simulate import components, kueue, toolchain
 from colocate.simulate.local_cluster import ControlPlane, refusal
 from colocate.simulate.nodes import KWOK_ANNOTATION
 from colocate.simulate.observe import tfjob_state
-from tests.helpers import yaml_load_all
+from tests.helpers import wait_for, yaml_load_all
 
 pytestmark = pytest.mark.simulate
 
@@ -83,15 +83,8 @@ def _create(cp: ControlPlane, obj: dict, dry_run: bool = False) -> dict:
 
 
 def _wait(what: str, done, timeout: float = 180.0, cp: ControlPlane | None = None):
-    """Poll ``done`` until it answers; on timeout, fail with the jobs' and Workloads' state."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = done()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"waited {timeout:.0f} s for {what}" + (f"; now:\n{_state(cp)}" if cp else ""))
-        time.sleep(0.5)
+    """wait_for with the jobs' and Workloads' state on timeout."""
+    return wait_for(what, done, timeout, (lambda: _state(cp)) if cp else None)
 
 
 def _state(cp: ControlPlane) -> str:

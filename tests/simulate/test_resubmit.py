@@ -11,7 +11,6 @@ import json
 import re
 import shutil
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from colocate.model.names import (DISRUPTION_ANNOTATION, GIVEN_UP_METRIC, JOB_NA
 from colocate.simulate import components, run, scenario, steps
 from colocate.simulate.local_cluster import ControlPlane
 from tests.simulate.test_simulate import simulate, survivors, tagged
-from tests.helpers import yaml_load
+from tests.helpers import wait_for, yaml_load
 
 DIST = ROOT / "dist"
 TFJOBS = "/apis/kubeflow.org/v1/namespaces/training/tfjobs"
@@ -158,14 +157,7 @@ def test_t5_argo_cd_keeps_the_resubmitted_jobs_synced_with_no_sync_loop(peaks):
 # --- T2, T3, T4, T6 in one running cluster ---------------------------------------------------------
 
 def _wait(what: str, done, timeout: float = 90.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = done()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"waited {timeout:.0f} s for {what}")
-        time.sleep(0.5)
+    return wait_for(what, done, timeout)
 
 
 def _small_job(name: str, annotations: dict | None = None, restart: str = "OnFailure") -> dict:
