@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import contextlib
 import os
 import signal
@@ -326,13 +327,24 @@ def _offline(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+#: The resubmitter's settings past which a value is a mistake, not a policy.
+RESUBMISSIONS_LIMIT = 1000
+BACKOFF_LIMIT_SECONDS = 86400
+
+
 def _resubmitter(args: argparse.Namespace) -> int:
     from colocate.incluster.resubmit import main, policy
 
-    for name in ("max_resubmissions", "metrics_port"):
-        if getattr(args, name) < 0:
-            raise InputError(f"--{name.replace('_', '-')}", str(getattr(args, name)), "must be >= 0")
-    if args.backoff_seconds < 0 or args.max_backoff_seconds < args.backoff_seconds:
+    for name, top in (("max_resubmissions", RESUBMISSIONS_LIMIT), ("metrics_port", 65535)):
+        if not 0 <= getattr(args, name) <= top:
+            raise InputError(f"--{name.replace('_', '-')}", str(getattr(args, name)), f"must be from 0 to {top}")
+    for name in ("backoff_seconds", "max_backoff_seconds"):
+        value = getattr(args, name)
+        # NaN compares false with everything, so the range test is written to fail for it.
+        if not (math.isfinite(value) and 0 <= value <= BACKOFF_LIMIT_SECONDS):
+            raise InputError(f"--{name.replace('_', '-')}", str(value), f"must be a number of seconds from 0 to "
+                             f"{BACKOFF_LIMIT_SECONDS} (a day)")
+    if args.max_backoff_seconds < args.backoff_seconds:
         raise InputError("--backoff-seconds", str(args.backoff_seconds),
                          "must be >= 0 and at most --max-backoff-seconds")
     settings = policy.Settings(args.max_resubmissions, args.backoff_seconds, args.max_backoff_seconds)

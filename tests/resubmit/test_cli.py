@@ -8,8 +8,16 @@ from tests.helpers import colocate
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--max-resubmissions", "-1"], "--max-resubmissions:-1: must be >= 0"),
+    (["--max-resubmissions", "-1"], "--max-resubmissions:-1: must be from 0 to 1000"),
+    (["--max-resubmissions", "2000"], "--max-resubmissions:2000: must be from 0 to 1000"),
     (["--backoff-seconds", "60", "--max-backoff-seconds", "30"], "--backoff-seconds:60.0: must be >= 0 and at most"),
+    # Each of these passed the old checks and crashed every decision (OverflowError, ValueError).
+    (["--max-backoff-seconds", "nan"], "--max-backoff-seconds:nan: must be a number of seconds from 0 to 86400"),
+    (["--max-backoff-seconds", "inf"], "--max-backoff-seconds:inf: must be a number of seconds"),
+    (["--max-backoff-seconds", "1e308"], "--max-backoff-seconds:1e+308: must be a number of seconds"),
+    (["--backoff-seconds", "nan"], "--backoff-seconds:nan: must be a number of seconds"),
+    (["--backoff-seconds", "-1"], "--backoff-seconds:-1.0: must be a number of seconds"),
+    (["--metrics-port", "70000"], "--metrics-port:70000: must be from 0 to 65535"),
 ])
 def test_bad_settings_are_exit_2(args, message):
     proc = colocate("resubmitter", "--namespace", "training", "--lease-namespace", "colocate-system", *args)

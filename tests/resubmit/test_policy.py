@@ -8,6 +8,7 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from colocate import ROOT
 from colocate.model.names import (DISRUPTION_ANNOTATION, DISRUPTION_REASONS, MAX_RESUBMISSIONS_ANNOTATION,
@@ -102,11 +103,47 @@ def test_a_running_job_needs_nothing():
     assert policy.decide(tfjob(failed_at=None, evidence=policy.disruption_of(pod())), SETTINGS).action == "none"
 
 
-def test_at_its_cap_a_job_is_given_up_and_its_own_annotation_overrides_the_cap():
+def test_at_its_cap_a_job_is_given_up_and_its_own_annotation_may_only_lower_the_cap():
     evidence = policy.disruption_of(pod())
     assert policy.decide(tfjob(evidence=evidence, count=3), SETTINGS).action == "give-up"
-    assert policy.decide(tfjob(evidence=evidence, count=3, cap="4"), SETTINGS).action == "resubmit"
+    # Anyone who may patch the TFJob writes the annotation: a raised cap is not endless resubmission.
+    assert policy.decide(tfjob(evidence=evidence, count=3, cap="4"), SETTINGS).action == "give-up"
+    assert policy.decide(tfjob(evidence=evidence, count=3, cap="2000"), SETTINGS).action == "give-up"
+    assert policy.decide(tfjob(evidence=evidence, count=1, cap="2"), SETTINGS).action == "resubmit"
     assert policy.decide(tfjob(evidence=evidence, count=0, cap="0"), SETTINGS).action == "give-up"
+
+
+def test_a_count_of_thousands_under_a_raised_cap_neither_overflows_nor_resubmits():
+    """Counts 1100 and a cap of 2000 made 2**1100 overflow the float backoff and killed the worker."""
+    evidence = policy.disruption_of(pod())
+    assert policy.decide(tfjob(evidence=evidence, count=1100, cap="2000"), SETTINGS).action == "give-up"
+    wide = policy.Settings(max_resubmissions=5000, backoff_seconds=30, max_backoff_seconds=900)
+    decision = policy.decide(tfjob(evidence=evidence, count=1100, cap="2000"), wide)
+    assert decision.action == "resubmit" and decision.due == T0 + timedelta(seconds=2) + timedelta(seconds=900)
+
+
+def test_evidence_with_a_time_without_offset_is_read_as_utc():
+    evidence = policy.Disruption("PreemptionByScheduler", "p", UID, "2026-12-04T09:00:00")
+    assert policy.decide(tfjob(evidence=evidence), SETTINGS).action == "resubmit"
+
+
+_ANNOTATION = st.one_of(st.text(max_size=40), st.integers(-10**30, 10**30).map(str),
+                        st.sampled_from(["nan", "inf", "-inf", "1e308", "0x10", " 7 ", "١٠", "", "{}", "[" * 5000]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(count=_ANNOTATION, cap=_ANNOTATION, evidence=st.one_of(_ANNOTATION, st.builds(
+    lambda reason, uid, time: json.dumps({"reason": reason, "pod": "p", "uid": uid, "time": time}),
+    st.text(max_size=10), st.sampled_from([UID, "other"]), _ANNOTATION)))
+def test_no_annotation_value_stops_a_decision(count, cap, evidence):
+    """Tenants write these annotations: whatever they hold, decide answers, and never resubmits
+    past the controller's cap."""
+    job = tfjob()
+    job["metadata"]["annotations"].update({RESUBMISSIONS_ANNOTATION: count, MAX_RESUBMISSIONS_ANNOTATION: cap,
+                                          DISRUPTION_ANNOTATION: evidence})
+    decision = policy.decide(job, SETTINGS)
+    assert decision.action in ("none", "give-up", "resubmit")
+    assert decision.action != "resubmit" or decision.count <= SETTINGS.max_resubmissions
 
 
 def test_the_new_incarnation_keeps_name_spec_labels_and_annotations_minus_the_evidence():

@@ -28,7 +28,8 @@ _NOT_COPIED = (DISRUPTION_ANNOTATION,)
 
 @dataclass(frozen=True)
 class Settings:
-    #: Resubmissions per job before it is given up (a job's own annotation may lower or raise it).
+    #: Resubmissions per job before it is given up (a job's own annotation may lower it, never
+    #: raise it: anyone who may patch the TFJob can write the annotation).
     max_resubmissions: int = 5
     #: Delay before the first resubmission; doubled for each one after it.
     backoff_seconds: float = 30.0
@@ -53,7 +54,7 @@ class Disruption:
         try:
             data = json.loads(text or "")
             return Disruption(str(data["reason"]), str(data["pod"]), str(data["uid"]), str(data["time"]))
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # a deeply nested value: RecursionError
             return None
 
 
@@ -69,12 +70,15 @@ class Decision:
 
 
 def parse_time(text: str | None) -> datetime | None:
-    if not text:
+    """An RFC 3339 time; one without an offset is UTC, as the API server writes every time (a naive
+    datetime would break the arithmetic with the aware ones below)."""
+    if not isinstance(text, str) or not text:
         return None
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
 def disruption_of(pod: Mapping[str, Any]) -> Disruption | None:
@@ -109,16 +113,24 @@ def count_of(job: Mapping[str, Any]) -> int:
 
 
 def cap_of(job: Mapping[str, Any], settings: Settings) -> int:
+    """The job's cap: its annotation where that is lower than the controller's, else the controller's."""
     value = ((job.get("metadata") or {}).get("annotations") or {}).get(MAX_RESUBMISSIONS_ANNOTATION)
     try:
-        return max(0, int(value)) if value is not None else settings.max_resubmissions
+        own = max(0, int(value)) if value is not None else settings.max_resubmissions
     except (TypeError, ValueError):
         return settings.max_resubmissions
+    return min(own, settings.max_resubmissions)
+
+
+#: Doublings past this only ever reach the cap (2**40 s is 35,000 years): 2**count for a count of
+#: thousands would overflow the float product.
+_MAX_DOUBLINGS = 40
 
 
 def backoff(count: int, settings: Settings) -> timedelta:
     """The delay before resubmission number ``count + 1``: doubling, capped."""
-    return timedelta(seconds=min(settings.max_backoff_seconds, settings.backoff_seconds * 2 ** count))
+    doublings = min(max(count, 0), _MAX_DOUBLINGS)
+    return timedelta(seconds=min(settings.max_backoff_seconds, settings.backoff_seconds * 2 ** doublings))
 
 
 def decide(job: Mapping[str, Any], settings: Settings) -> Decision:
