@@ -41,6 +41,12 @@ SERVICE_LABELS = {"app": "training-operator"}
 OPERATOR_DEPLOYMENT = "training-operator"
 METRICS_PORT = "monitoring-port"
 SYNC_WAVE = -5
+#: The one Kubeflow kind the cluster governs (queued by Kueue, paused, resubmitted, judged by
+#: check): ``--enable-scheme`` of cmd/training-operator.v1/main.go@v1.7.0 (default: every scheme).
+SERVED_SCHEMES = ("tfjob",)
+#: manifests/base/crds@v1.7.0's other CRDs, left out of dist/ (COL118 refuses their kinds).
+UNSERVED_CRDS = ("mpijobs.kubeflow.org", "mxjobs.kubeflow.org", "paddlejobs.kubeflow.org",
+                 "pytorchjobs.kubeflow.org", "xgboostjobs.kubeflow.org")
 #: ``manifests/base/deployment.yaml@v1.7.0`` sets no PriorityClass, so the operator would run at
 #: priority 0, below the training pods it manages: on a full mixed node they could preempt it
 #: and no TFJob would be reconciled. It is a cluster add-on controller; give it the built-in
@@ -87,13 +93,20 @@ class TrainingOperatorChart(ColocateChart):
                     "spec": {"template": {"spec": {
                         "priorityClassName": OPERATOR_PRIORITY_CLASS,
                         "nodeSelector": dict(pool.labels), "tolerations": pool.tolerations(),
-                        "containers": [{"name": OPERATOR_CONTAINER, "resources": dict(OPERATOR_RESOURCES)}]}}}}
+                        "containers": [{"name": OPERATOR_CONTAINER, "resources": dict(OPERATOR_RESOURCES),
+                                        "args": [f"--enable-scheme={s}" for s in SERVED_SCHEMES]}]}}}}
         operator_patch = yaml.safe_dump(operator, sort_keys=False)
+        # The kinds the cluster does not govern (no queue, pause or resubmission) are not served:
+        # their CRDs are left out, and the operator runs no controller for them.
+        unserved = [{"target": {"kind": "CustomResourceDefinition", "name": crd},
+                     "patch": f"$patch: delete\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+                              f"metadata:\n  name: {crd}\n"} for crd in UNSERVED_CRDS]
         source = KustomizeSource(
             VENDORED_TREE, OVERLAY.removeprefix("manifests/"), cluster.kubeflow_namespace,
             images=(f"{OPERATOR_IMAGE}={self.mirrored(config, f'{OPERATOR_IMAGE}:{tag}')}",),
             patches=({"target": {"kind": "Namespace", "name": UPSTREAM_NAMESPACE}, "patch": delete_namespace},
-                     {"target": {"kind": "Deployment", "name": OPERATOR_DEPLOYMENT}, "patch": operator_patch}),
+                     {"target": {"kind": "Deployment", "name": OPERATOR_DEPLOYMENT}, "patch": operator_patch},
+                     *unserved),
             # Removing a CRD deletes every object of its kind: never pruned, never cascaded.
             annotate={"CustomResourceDefinition": PROTECTED_ANNOTATIONS})
         return [Rendered(

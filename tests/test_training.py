@@ -153,3 +153,15 @@ def test_colocate_check_dist_exits_0_with_the_training_layer():
     proc = colocate("check", "dist/")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 skipped" in proc.stdout and "0 errors" in proc.stdout
+
+
+def test_the_operator_serves_tfjobs_only(rendered):
+    """The cluster governs TFJobs alone (Kueue, the day's pause, resubmission, check): the other
+    Kubeflow kinds' CRDs stay out of dist/ and the operator runs no controller for them
+    (cmd/training-operator.v1/main.go@v1.7.0 --enable-scheme; by default it runs every scheme)."""
+    crds = {yaml_load(t)["metadata"]["name"] for p, t in rendered.items()
+            if p.startswith("apps/training-operator-upstream/customresourcedefinition.")}
+    assert crds == {"tfjobs.kubeflow.org"}
+    deployment = yaml_load(rendered["apps/training-operator-upstream/deployment.kubeflow.training-operator.yaml"])
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["args"] == ["--enable-scheme=tfjob"]
