@@ -286,11 +286,10 @@ def _report(args: argparse.Namespace) -> int:
     from colocate.report.prometheus_api import Prometheus
 
     prom = Prometheus(args.prometheus)
-    end = headline.instant(args.until)
+    start, end = headline.window(args.until, args.since)
     night = headline.Night.parse(args.night, args.timezone)
     mixin = MixinConfig.from_cluster(reference(config_mod.load(Path(args.config)) if args.config else config_mod.load()))
-    result = headline.build(prom, mixin, start=end - headline.duration(args.since, "--since"), end=end,
-                            step=headline.duration(args.step, "--step"), night=night)
+    result = headline.build(prom, mixin, start=start, end=end, step=headline.duration(args.step, "--step"), night=night)
     sys.stdout.write(report_formats.FORMATS[args.format](result))
     return EXIT_OK
 
