@@ -246,13 +246,14 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _capacity(args: argparse.Namespace) -> int:
-    from colocate.review import usage, formats, quota
+    from colocate.review import usage, formats, quantities, quota
 
     if not Path(args.path).is_dir():
         raise InputError(args.path, "", "no such folder: name a dist/ folder")
     docs = usage.api_objects(Path(args.path))
     if not docs:
         raise InputError(args.path, "", "no Kubernetes objects found: name a dist/ folder")
+    quantities.check(docs)
     pools = usage.reference_pools(Path(args.config) if args.config else None)
     usage, uses = usage.usage(docs, pools), quota.uses(docs, pools)
     sys.stdout.write(formats.CAPACITY_FORMATS[args.format](usage, uses))

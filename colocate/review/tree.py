@@ -109,17 +109,25 @@ def _applications(root: Path) -> dict[str, str]:
     return {folder: entry["argocdApplication"] for folder, entry in folders.items() if "argocdApplication" in entry}
 
 
+@contextmanager
+def named(label: str, root: Path) -> Iterator[None]:
+    """An InputError about a file under ``root`` (a revision's dist/, extracted to a temporary
+    folder) names it as in the repository, after the revision: ``HEAD~1: dist/index.yaml``."""
+    try:
+        yield
+    except InputError as exc:
+        file = Path(exc.file)
+        shown = file.relative_to(root).as_posix() if file.is_relative_to(root) else exc.file
+        raise InputError(f"{label}: {root.name}/{shown}", exc.where, exc.reason) from None
+
+
 def load(label: str, root: Path) -> Tree:
     """Every object under ``root`` except the index. Two objects with one key are bad input."""
     apps = _applications(root)
     objects: dict[Key, Entry] = {}
     if root.is_dir():
-        try:
+        with named(label, root):
             docs = manifests.load([root])
-        except InputError as exc:  # named as in the repository, not by the temporary folder
-            file = Path(exc.file)
-            shown = file.relative_to(root).as_posix() if file.is_relative_to(root) else exc.file
-            raise InputError(f"{label}: {root.name}/{shown}", exc.where, exc.reason) from None
         for doc in docs:
             if doc.kind == "DistIndex":
                 continue
