@@ -247,13 +247,14 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _capacity(args: argparse.Namespace) -> int:
-    from colocate.review import usage, formats, quota
+    from colocate.review import usage, formats, quantities, quota
 
     if not Path(args.path).is_dir():
         raise InputError(args.path, "", "no such folder: name a dist/ folder")
     docs = usage.api_objects(Path(args.path))
     if not docs:
         raise InputError(args.path, "", "no Kubernetes objects found: name a dist/ folder")
+    quantities.check(docs)
     pools = usage.reference_pools(Path(args.config) if args.config else None)
     usage, uses = usage.usage(docs, pools), quota.uses(docs, pools)
     sys.stdout.write(formats.CAPACITY_FORMATS[args.format](usage, uses))
@@ -287,11 +288,10 @@ def _report(args: argparse.Namespace) -> int:
     from colocate.report.prometheus_api import Prometheus
 
     prom = Prometheus(args.prometheus)
-    end = headline.instant(args.until)
+    start, end = headline.window(args.until, args.since)
     night = headline.Night.parse(args.night, args.timezone)
     mixin = MixinConfig.from_cluster(reference(config_mod.load(Path(args.config)) if args.config else config_mod.load()))
-    result = headline.build(prom, mixin, start=end - headline.duration(args.since, "--since"), end=end,
-                            step=headline.duration(args.step, "--step"), night=night)
+    result = headline.build(prom, mixin, start=start, end=end, step=headline.duration(args.step, "--step"), night=night)
     sys.stdout.write(report_formats.FORMATS[args.format](result))
     return EXIT_OK
 
@@ -358,28 +358,51 @@ def _simulate(args: argparse.Namespace) -> int:
 
     dist = Path(args.path) if args.path else _default_dist()
     chosen = scenario.load(args.scenario)
-    also = [_report_file(spec, formats.FORMATS) for spec in args.write]  # named before minutes of running
+    also = _report_files(args.write, formats.FORMATS, args.force)  # named before minutes of running
     # SIGTERM (CI cancelling a job) stops the simulation's processes as Ctrl-C does.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     obs, logs = run.simulate(dist, chosen, Path(args.config) if args.config else None, keep_logs=args.keep_logs,
                              log=lambda line: print(line, file=sys.stderr, flush=True),
                              resubmitter=False if args.no_resubmitter else None)
-    for fmt, file in also:
-        file.write_text(formats.FORMATS[fmt](obs, logs), encoding="utf-8")
+    # The report on stdout first: a file that cannot be written loses neither it nor the run.
     sys.stdout.write(formats.FORMATS[args.format](obs, logs))
+    sys.stdout.flush()
+    write_reports(also, lambda fmt: formats.FORMATS[fmt](obs, logs), args.force)
     return EXIT_OK if obs.ok else EXIT_FINDINGS
 
 
-def _report_file(spec: str, known) -> tuple[str, Path]:
-    """``FORMAT:FILE`` of ``--write``, checked: a known format and a file in an existing folder."""
-    fmt, sep, name = spec.partition(":")
-    if not sep or fmt not in known or not name:
-        raise InputError("--write", spec, f"expected FORMAT:FILE with FORMAT one of {', '.join(known)}, "
-                                          "e.g. --write html:day.html")
-    file = Path(name)
-    if file.is_dir() or not file.absolute().parent.is_dir():
-        raise InputError("--write", spec, "must be a file in an existing folder")
-    return fmt, file
+def _report_files(specs: list[str], known, force: bool) -> list[tuple[str, Path]]:
+    """``FORMAT:FILE`` of each ``--write``, checked: a known format, a file named once, in an
+    existing folder, not there yet unless ``force``, never a link or anything but a regular file."""
+    from colocate.base import output_file
+
+    out: list[tuple[str, Path]] = []
+    for spec in specs:
+        fmt, sep, name = spec.partition(":")
+        if not sep or fmt not in known or not name:
+            raise InputError("--write", spec, f"expected FORMAT:FILE with FORMAT one of {', '.join(known)}, "
+                                              "e.g. --write html:day.html")
+        file = Path(name)
+        if any(os.path.abspath(file) == os.path.abspath(f) for _, f in out):
+            raise InputError("--write", name, "is named twice; give each format its own file")
+        output_file.check(file, force)
+        out.append((fmt, file))
+    return out
+
+
+def write_reports(files: list[tuple[str, Path]], render, force: bool) -> None:
+    """Write each ``(format, file)`` with ``render(format)``; every file is tried, and a failure
+    is bad input naming each file that was not written (the others are in place)."""
+    from colocate.base import output_file
+
+    failed = []
+    for fmt, file in files:
+        try:
+            output_file.write(file, render(fmt), force)
+        except InputError as exc:
+            failed.append(str(exc))
+    if failed:
+        raise ColocateError("the report is on stdout, but " + ("; ".join(failed)))
 
 
 def _rules(args: argparse.Namespace) -> int:
@@ -557,6 +580,8 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--write", action="append", default=[], metavar="FORMAT:FILE",
                    help="also write the report in FORMAT to FILE (repeatable): one run gives, say, the "
                         "Markdown of a pull-request comment on stdout and --write html:day.html")
+    m.add_argument("--force", action="store_true", help="let --write replace a regular file that exists (never a "
+                   "link, folder, FIFO or device)")
     m.add_argument("--keep-logs", action="store_true", help="keep the components' logs (kept anyway on failure)")
     m.set_defaults(func=_simulate)
     i = command("init", help="write a starter colocate.yaml (the reference configuration) to edit")

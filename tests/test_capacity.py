@@ -6,13 +6,15 @@ import shutil
 from collections import defaultdict
 from decimal import Decimal
 
+import pytest
+import yaml
 
 from colocate import ROOT, config as config_mod
 from colocate.model import quantity
 from colocate.review import usage as capacity
 from pathlib import Path
 from colocate.model.cluster import reference
-from tests.helpers import colocate, yaml_load
+from tests.helpers import colocate, git, yaml_load
 
 DIST = ROOT / "dist"
 
@@ -130,3 +132,59 @@ def test_capacity_text_is_a_table_per_pool_and_resource():
 def test_capacity_of_a_missing_folder_is_exit_2():
     proc = colocate("capacity", "no-such-dist")
     assert proc.returncode == 2 and "no-such-dist: no such folder" in proc.stderr
+
+
+def _deployment(cpu) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "online"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "web", "image": "x",
+                                                           "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}}}}
+
+
+CPU_FIELD = "spec.template.spec.containers[0].resources.requests.cpu"
+
+
+@pytest.mark.parametrize("text, says", [
+    ("cpu: .nan", "nan is not a Kubernetes quantity"),
+    ("cpu: .inf", "inf is not a Kubernetes quantity"),
+    ("cpu: -.inf", "-inf is not a Kubernetes quantity"),
+    ("cpu: [1]", "[1] is not a Kubernetes quantity"),
+    ("cpu: {a: 1}", "{'a': 1} is not a Kubernetes quantity"),
+    ("cpu: true", "True is not a Kubernetes quantity"),
+    ('cpu: "\u0661\u0660"', "'\u0661\u0660' is not a Kubernetes quantity"),
+    ('cpu: "NaN"', "'NaN' is not a Kubernetes quantity"),
+    ('cpu: "-1"', "'-1' is negative"),
+    ('cpu: "1e400"', "'1e400' is more than Kubernetes counts"),
+    ('cpu: "1e999999"', "'1e999999' is more than Kubernetes counts"),
+])
+def test_an_unparseable_quantity_is_exit_2_naming_the_file_and_field(tmp_path, text, says):
+    (tmp_path / "web.yaml").write_text(yaml.safe_dump(_deployment("CPU")).replace("cpu: CPU", text))
+    for fmt in ("text", "json"):
+        proc = colocate("capacity", str(tmp_path), "--format", fmt)
+        assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+        assert f"{tmp_path / 'web.yaml'}:{CPU_FIELD}: Deployment/online/web: {says}" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+
+
+def test_an_unparseable_quota_hard_limit_is_exit_2_naming_the_field(tmp_path):
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "online"},
+             "spec": {"hard": {"requests.memory": ".nan", "count/widgets": "any text: not counted"}}}
+    (tmp_path / "all.yaml").write_text(yaml.safe_dump_all([_deployment("1"), quota]))
+    proc = colocate("capacity", str(tmp_path))
+    assert proc.returncode == 2 and "all.yaml:spec.hard.requests.memory: ResourceQuota/online/q: '.nan'" in proc.stderr, \
+        proc.stderr
+
+
+def test_diff_names_the_revision_of_an_unparseable_quantity(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "dist").mkdir(parents=True)
+    (repo / "dist" / "web.yaml").write_text(yaml.safe_dump(_deployment("1")))
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    (repo / "dist" / "web.yaml").write_text(yaml.safe_dump(_deployment([1])))
+    git(repo, "commit", "-qam", "a list")
+    proc = colocate("diff", "HEAD~1", "HEAD", "--no-policy", cwd=repo)
+    assert proc.returncode == 2 and f"HEAD: dist/web.yaml:{CPU_FIELD}: Deployment/online/web: [1] is not" in proc.stderr, \
+        proc.stderr

@@ -17,8 +17,12 @@ from colocate.errors import ColocateError
 from colocate.report.prometheus_api import Prometheus, Series
 from colocate.mixin import records
 
-_DURATION = re.compile(r"^(\d+)([mhd])$")
+_DURATION = re.compile(r"^([0-9]{1,9})([mhd])$")
 _SECONDS = {"m": 60, "h": 3600, "d": 86400}
+#: The longest --since and --step: ten years, longer than any Prometheus keeps samples.
+LONGEST = 3650 * 86400
+#: The --until colocate accepts: from the Unix epoch to the end of year 9999 (what a date prints).
+LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
 #: (resource, what, query) of each utilisation figure; each is a share of the pool's allocatable.
 UTILISATION = (
     ("cpu", "used", records.POOL_CPU_USED, ()),
@@ -33,22 +37,37 @@ def duration(text: str, option: str) -> int:
     m = _DURATION.match(text or "")
     if not m or int(m.group(1)) == 0:
         raise ColocateError(f"{option} {text!r}: give a duration such as 30m, 24h or 7d")
-    return int(m.group(1)) * _SECONDS[m.group(2)]
+    seconds = int(m.group(1)) * _SECONDS[m.group(2)]
+    if seconds > LONGEST:
+        raise ColocateError(f"{option} {text!r}: at most {LONGEST // 86400}d")
+    return seconds
 
 
 def instant(text: str | None) -> float:
-    """``--until``: RFC 3339 or unix seconds; default now."""
+    """``--until``: RFC 3339 or unix seconds, from the epoch to year 9999; default now."""
     if not text:
         return datetime.now(timezone.utc).timestamp()
     try:
-        return float(text)
+        when = float(text)
     except ValueError:
-        pass
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ColocateError(f"--until {text!r}: give RFC 3339 (2026-12-03T06:00:00Z) or unix seconds") from None
-    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+        try:
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ColocateError(f"--until {text!r}: give RFC 3339 (2026-12-03T06:00:00Z) or unix seconds") from None
+        when = (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
+    if not 0 <= when <= LATEST:  # NaN fails both
+        raise ColocateError(f"--until {text!r}: give a time between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z")
+    return when
+
+
+def window(until: str | None, since: str) -> tuple[float, float]:
+    """(start, end) of ``--since`` before ``--until``; one that would start before the epoch is bad input."""
+    end = instant(until)
+    start = end - duration(since, "--since")
+    if start < 0:
+        raise ColocateError(f"--since {since!r}: the window would start before 1970-01-01T00:00:00Z "
+                            f"(--until is {iso(end)})")
+    return start, end
 
 
 @dataclass(frozen=True)
@@ -75,9 +94,14 @@ class Night:
         return self.start <= hour < self.end if self.start < self.end else hour >= self.start or hour < self.end
 
 
+def finite(value: Optional[float]) -> Optional[float]:
+    """A figure past float's range (samples near 1e308 summed) is no data, as NaN and Inf are."""
+    return value if value is not None and math.isfinite(value) else None
+
+
 def mean(values: list[float]) -> Optional[float]:
     values = [v for v in values if not math.isnan(v)]
-    return sum(values) / len(values) if values else None
+    return finite(sum(values) / len(values)) if values else None
 
 
 @dataclass(frozen=True)
@@ -100,7 +124,7 @@ class ServiceFigure:
 
     @property
     def change(self) -> Optional[float]:
-        return None if self.p99 is None or not self.baseline else self.p99 / self.baseline - 1
+        return None if self.p99 is None or not self.baseline else finite(self.p99 / self.baseline - 1)
 
 
 @dataclass
@@ -148,15 +172,14 @@ def build(prom: Prometheus, config: MixinConfig, *, start: float, end: float, st
         out.services.append(ServiceFigure(svc.service, svc.namespace, mean([p99[t] for t in together]),
                                           mean([base[t] for t in together if t in base]), len(together)))
     victims = prom.instant(f"sum(increase({PREEMPTIONS}[{int(end - start)}s]))", end)
-    if victims:
+    if victims and victims[0].samples:
         out.preemptions = victims[0].samples[0][1]
     else:
         out.missing.append(f"preemptions: no samples of {PREEMPTIONS} (kube-scheduler is not scraped; on kubeadm "
                            "it listens on 127.0.0.1 unless --bind-address is changed)")
     gpus = query(guard.training_gpus)
-    if gpus:
-        out.gpu_hours = integrate(gpus[0].samples, step) / 3600
-    else:
+    out.gpu_hours = finite(integrate(gpus[0].samples, step) / 3600) if gpus and gpus[0].samples else None
+    if out.gpu_hours is None:
         out.missing.append("GPU-hours to training: no Running training pod held a GPU, or kube-state-metrics has no samples")
     if not out.pools and not any(s.p99 is not None for s in out.services) and out.gpu_hours is None \
             and out.preemptions is None:

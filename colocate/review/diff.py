@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from colocate.errors import ColocateError
-from colocate.review import usage, compare, danger, policy, quota, tree
+from colocate.review import usage, compare, danger, policy, quantities, quota, tree
 from colocate.review.compare import FieldChange
 from colocate.review.danger import Danger
 from colocate.review.tree import Key
@@ -110,6 +110,9 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
         if pools is not None:
             known = pools()
             old, new = usage.api_objects(base_root), usage.api_objects(head_root)
+            for label, root, docs in ((base_label, base_root, old), (head_label, head_root, new)):
+                with tree.named(label, root):
+                    quantities.check(docs)
             new = new + _kept_on_prune(old, new)
             load = tuple(usage.deltas(usage.usage(old, known), usage.usage(new, known)))
             quotas = tuple(quota.deltas(quota.uses(old, known), quota.uses(new, known)))

@@ -49,16 +49,31 @@ class QuotaUse:
         return self.used > self.hard
 
 
-def _unit(resource: str) -> str:
+def unit(resource: str) -> str:
+    """How a counted quota key is counted: cpu (millicores), memory (bytes) or count."""
     return _RESOURCE_KEYS[resource][2] if resource in _RESOURCE_KEYS else "count"
 
 
 def printer(resource: str) -> Callable[[int], str]:
-    return _UNITS[_unit(resource)][1]
+    return _UNITS[unit(resource)][1]
 
 
-def _hard(resource: str, value: object) -> int:
-    return _UNITS[_unit(resource)][0](value)
+def hard_limits(doc: Doc) -> dict[str, object]:
+    """A ResourceQuota's ``spec.hard`` by key; of another shape, none (the schema check reports it)."""
+    spec = doc.obj.get("spec")
+    hard = spec.get("hard") if isinstance(spec, dict) else None
+    return {k: v for k, v in hard.items() if isinstance(k, str)} if isinstance(hard, dict) else {}
+
+
+def counted(resource: str) -> bool:
+    """A quota key this module counts."""
+    return resource in _RESOURCE_KEYS or resource in _COUNT_KEYS
+
+
+def hard(resource: str, value: object) -> int:
+    """A counted key's hard limit in its unit (millicores, bytes, count); ValueError when it is
+    not a quantity."""
+    return _UNITS[unit(resource)][0](value)
 
 
 def uses(docs: list[Doc], pools: Sequence[NodePoolProps]) -> list[QuotaUse]:
@@ -78,10 +93,10 @@ def uses(docs: list[Doc], pools: Sequence[NodePoolProps]) -> list[QuotaUse]:
     for doc in docs:
         if doc.kind != "ResourceQuota":
             continue
-        for resource, value in sorted(((doc.obj.get("spec") or {}).get("hard") or {}).items()):
-            if resource in _RESOURCE_KEYS or resource in _COUNT_KEYS:
+        for resource, value in sorted(hard_limits(doc).items()):
+            if counted(resource):
                 out.append(QuotaUse(doc.namespace, doc.name, resource,
-                                    per_ns.get(doc.namespace, {}).get(resource, 0), _hard(resource, value)))
+                                    per_ns.get(doc.namespace, {}).get(resource, 0), hard(resource, value)))
     return sorted(out, key=lambda q: (q.namespace, q.quota, q.resource))
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+import yaml
+
 from colocate.checker import manifests
 from colocate.base import safe_yaml
 from colocate.errors import ColocateError, InputError
@@ -101,25 +103,62 @@ def checkout(repo: Path, revision: str | None, dist: str) -> Iterator[Path]:
 
 
 def _applications(root: Path) -> dict[str, str]:
-    """folder -> Application from dist/index.yaml (empty when there is none)."""
+    """folder -> Application from dist/index.yaml (empty when there is none). What diff reads of
+    it is checked, not the whole DistIndex schema (``colocate check`` validates that): an older
+    revision's index stays readable. Anything else is bad input naming the file and the key."""
     path = root / INDEX_FILE
     if not path.is_file():
         return {}
-    folders = (safe_yaml.load(path.read_text()) or {}).get("folders") or {}
-    return {folder: entry["argocdApplication"] for folder, entry in folders.items() if "argocdApplication" in entry}
+    file = str(path)
+    try:
+        index = safe_yaml.load(path.read_bytes().decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+        raise InputError(file, "", f"is not the YAML synth writes ({type(exc).__name__}); run `colocate synth` "
+                         "and commit dist/") from None
+    except OSError as exc:
+        raise InputError(file, "", f"cannot be read: {exc.strerror}") from None
+    if index is None:
+        return {}
+    if not isinstance(index, dict):
+        raise InputError(file, "", f"holds a {type(index).__name__}, not a DistIndex mapping; run `colocate synth`")
+    folders = index.get("folders")
+    if folders is None:
+        return {}
+    if not isinstance(folders, dict):
+        raise InputError(file, "folders", f"is a {type(folders).__name__}, not a mapping of folder to entry")
+    out = {}
+    for folder, entry in folders.items():
+        if not isinstance(folder, str) or not isinstance(entry, dict):
+            raise InputError(file, f"folders.{folder}", "must be a folder name with a mapping (argocdApplication, "
+                             "objects)")
+        if "argocdApplication" in entry:
+            app = entry["argocdApplication"]
+            if not isinstance(app, str) or not app:
+                raise InputError(file, f"folders.{folder}.argocdApplication", f"is {app!r:.60}, not an Application name")
+            out[folder] = app
+    return out
+
+
+@contextmanager
+def named(label: str, root: Path) -> Iterator[None]:
+    """An InputError about a file under ``root`` (a revision's dist/, extracted to a temporary
+    folder) names it as in the repository, after the revision: ``HEAD~1: dist/index.yaml``."""
+    try:
+        yield
+    except InputError as exc:
+        file = Path(exc.file)
+        shown = file.relative_to(root).as_posix() if file.is_relative_to(root) else exc.file
+        raise InputError(f"{label}: {root.name}/{shown}", exc.where, exc.reason) from None
 
 
 def load(label: str, root: Path) -> Tree:
     """Every object under ``root`` except the index. Two objects with one key are bad input."""
-    apps = _applications(root)
+    with named(label, root):
+        apps = _applications(root)
     objects: dict[Key, Entry] = {}
     if root.is_dir():
-        try:
+        with named(label, root):
             docs = manifests.load([root])
-        except InputError as exc:  # named as in the repository, not by the temporary folder
-            file = Path(exc.file)
-            shown = file.relative_to(root).as_posix() if file.is_relative_to(root) else exc.file
-            raise InputError(f"{label}: {root.name}/{shown}", exc.where, exc.reason) from None
         for doc in docs:
             if doc.kind == "DistIndex":
                 continue

@@ -143,14 +143,7 @@ def test_unusable_input_is_exit_2(tmp_path):
     proc = colocate("simulate", str(DIST), "--scenario", str(bad))
     assert proc.returncode == 2 and "is not a workload: write Deployment/<namespace>/<name>" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
-    # --write is checked before anything starts.
-    for spec, says in ((f"pdf:{tmp_path / 'r.pdf'}", "expected FORMAT:FILE with FORMAT one of text, json"),
-                       ("html", "expected FORMAT:FILE"),
-                       (f"html:{tmp_path / 'none' / 'day.html'}", "must be a file in an existing folder"),
-                       (f"html:{tmp_path}", "must be a file in an existing folder")):
-        proc = colocate("simulate", str(DIST), "--write", spec)
-        assert proc.returncode == 2 and f"--write:{spec}: {says}" in proc.stderr, proc.stderr
-        assert "control plane" not in proc.stderr, proc.stderr
+    # --write is checked before anything starts: tests/test_simulate_write.py.
 
 
 # --- faults: one simulation of the reference dist/ with one object per fault class added, each

@@ -1,0 +1,67 @@
+"""The quantities ``capacity`` and ``diff`` count, read before counting: a container's CPU, memory
+and GPU limits and requests (colocate/model/pods.py), and the hard limits of a ResourceQuota that
+quota.py counts. One that is no Kubernetes quantity (NaN, Inf, a list, a boolean, digits other
+than ASCII), that is negative, or that is past what Kubernetes counts is bad input naming the
+file, the object and the field, never a crash or minutes of arithmetic on a million-digit number."""
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Iterable, Iterator
+
+from colocate.checker import manifests
+from colocate.checker.manifests import Doc
+from colocate.errors import InputError
+from colocate.model import quantity
+from colocate.model.names import GPU
+from colocate.model.pods import containers
+from colocate.review import quota
+
+#: A container's resources that pod_resources counts, and their unit.
+COUNTED = {"cpu": "cpu", "memory": "memory", GPU: "count"}
+#: Units in which each is counted (millicores, bytes, devices), at most int64: the scheduler and
+#: the quota controller count in int64 (k8s.io/apimachinery v0.28.15 pkg/api/resource/quantity.go,
+#: Value and MilliValue).
+_PER_BASE_UNIT = {"cpu": 1000, "memory": 1, "count": 1}
+_MOST = Decimal(2**63 - 1)
+
+
+def check(docs: Iterable[Doc]) -> None:
+    """Raise InputError(file, field, why) for the first quantity capacity cannot count."""
+    for doc in docs:
+        for field, value, unit in _quantities(doc):
+            why = _unusable(value, unit)
+            if why:
+                shown = repr(value)
+                shown = shown if len(shown) <= 60 else shown[:57] + "..."
+                raise InputError(doc.file, field, f"{doc.ref}: {shown} {why}: capacity cannot count it")
+
+
+def _unusable(value: object, unit: str) -> str:
+    try:
+        amount = quantity.parse(value)  # type: ignore[arg-type]
+    except ValueError:
+        return "is not a Kubernetes quantity (e.g. 500m, 2, 4Gi; ASCII digits, no NaN or Inf)"
+    if amount < 0:
+        return "is negative (the API server refuses it)"
+    try:
+        too_much = amount * _PER_BASE_UNIT[unit] > _MOST
+    except ArithmeticError:  # past Decimal's exponent range
+        too_much = True
+    return "is more than Kubernetes counts (int64)" if too_much else ""
+
+
+def _quantities(doc: Doc) -> Iterator[tuple[str, object, str]]:
+    """(field path, value, unit) of every quantity of ``doc`` that capacity counts; a field of
+    another shape counts as absent there, as in pod_resources (the schema check reports it)."""
+    for pod in manifests.pod_specs(doc):
+        for path, container in containers(pod):
+            resources = container.get("resources")
+            for which in ("limits", "requests"):
+                values = resources.get(which) if isinstance(resources, dict) else None
+                for key, unit in COUNTED.items() if isinstance(values, dict) else ():
+                    if key in values:
+                        yield f"{path}.resources.{which}.{key}", values[key], unit
+    if doc.kind == "ResourceQuota":
+        for key, value in quota.hard_limits(doc).items():
+            if quota.counted(key):
+                yield f"spec.hard.{key}", value, quota.unit(key)
