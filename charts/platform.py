@@ -84,7 +84,7 @@ class PlatformChart(ColocateChart):
         # Node exporter (host network, host PID) and the DCGM exporter (SYS_ADMIN) need the
         # privileged level; the operator's pods pass baseline.
         # Kueue's manager passes restricted but for its seccomp profile; baseline, like the operator's.
-        system = [(cluster.kueue_namespace, "baseline")] if config.kueue else []
+        system = [(cluster.kueue_namespace, "baseline")] if config.queue else []
         for name, level in ((cluster.monitoring_namespace, "privileged"), (cluster.kubeflow_namespace, "baseline"), *system):
             Namespace(self, f"namespace-{name}", NamespaceProps(name=name, enforce=level))
         # The rules that judge an object alone, enforced by the API server too (opt-in: 1.28

@@ -34,7 +34,7 @@ class TrainingChart(ColocateChart):
     def __init__(self, scope: Construct, cluster: Cluster, config: Config, pools: dict[str, NodePool],
                  jobs: Sequence[JobFile]):
         super().__init__(scope, "training", folder="apps/training")
-        if config.kueue:
+        if config.queue:
             # Kueue owns whether a queued job runs and where its pods go: it sets runPolicy.suspend
             # and adds the flavor's nodeSelector at admission, and undoes both on eviction
             # (pkg/controller/jobframework/reconciler.go). Self-heal must not revert them.
@@ -57,7 +57,7 @@ class TrainingChart(ColocateChart):
                 roles={role: RoleSpec(**spec) for role, spec in job.roles().items()},
                 pools=(pool,), priority_class=cluster.tier("offline").name,
                 storage_class=config.shared_storage_class, image_pull_secret=config.registry_pull_secret,
-                queue=cluster.training_queue if config.kueue else None,
+                queue=cluster.training_queue if config.queue else None,
                 **job.options(),
             ))
         except PropError as exc:

@@ -55,4 +55,4 @@ class TrainingControlChart(ColocateChart):
             monitor_labels=cluster.monitor_labels, scrape_from_namespaces=(cluster.monitoring_namespace,)))
         self.schedule = OfflineSchedule(self, "schedule", OfflineScheduleProps(
             name=SCHEDULE_NAME, namespace=ns, training_namespaces=training, schedule=config.schedule,
-            cluster_queue=cluster.training_queue if config.kueue else None, pod=pod)) if config.schedule else None
+            cluster_queue=cluster.training_queue if config.queue else None, pod=pod)) if config.schedule else None

@@ -55,7 +55,7 @@ def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster 
         PlatformChart(app, cluster, config, pools),
         OnlineChart(app, cluster, config, pools),
         TrainingOperatorChart(app, cluster, pools),
-        *([KueueChart(app, cluster, config, pools)] if config.kueue else []),
+        *([KueueChart(app, cluster, config, pools)] if config.queue else []),
         TrainingChart(app, cluster, config, pools, jobs),
         TrainingControlChart(app, cluster, config, pools),
         observability := ObservabilityChart(app, cluster),
@@ -78,7 +78,7 @@ def served_api_versions(config: config_mod.Config) -> tuple[str, ...]:
     and the v1beta1 admission policies when they are on. Argo CD passes the destination's served
     versions to ``helm template --api-versions``; these are the ones a synced cluster adds."""
     out = ["argoproj.io/v1alpha1", "kubeflow.org/v1", "monitoring.coreos.com/v1", "monitoring.coreos.com/v1alpha1"]
-    if config.kueue:
+    if config.queue:
         out.append("kueue.x-k8s.io/v1beta1")
     if config.admission_policies:
         out.append("admissionregistration.k8s.io/v1beta1")

@@ -306,7 +306,7 @@ def _offline(args: argparse.Namespace) -> int:
         raise InputError("--cluster-queue", args.cluster_queue, "pauses through Kueue, --namespace suspends each TFJob: give one")
     if not args.namespace and not args.cluster_queue:
         cluster = reference(config)
-        if config.kueue:
+        if config.queue:
             args.cluster_queue = cluster.training_queue
         else:
             args.namespace = cluster.training_namespace

@@ -81,6 +81,9 @@ class Kueue:
     version: str
     #: waitForPodsReady.timeout: a job whose pods are not all ready by then is evicted and requeued.
     pods_ready_timeout_seconds: int = 600
+    #: Whether synth writes Kueue and the queue into dist/ and training waits in it (opt-in:
+    #: docs/queue.md, "Not yet on in the reference"). The release is built for simulate either way.
+    admit_training: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,11 @@ class Config:
     admission_policies: bool = False
     #: None: colocate.yaml has no ``kueue`` section, so training is not queued.
     kueue: Kueue | None = None
+
+    @property
+    def queue(self) -> Kueue | None:
+        """Kueue when it admits training (colocate.yaml ``kueue.admitTraining``), else None."""
+        return self.kueue if self.kueue and self.kueue.admit_training else None
 
     @property
     def colocate_image(self) -> str:
@@ -542,4 +550,5 @@ def load(path: Path | None = None, schema_checked: bool = False) -> Config:
 def _kueue(data: Mapping | None) -> Kueue | None:
     if data is None:
         return None
-    return Kueue(version=data["version"], pods_ready_timeout_seconds=data.get("podsReadyTimeoutSeconds", 600))
+    return Kueue(version=data["version"], pods_ready_timeout_seconds=data.get("podsReadyTimeoutSeconds", 600),
+                 admit_training=data.get("admitTraining", False))

@@ -19,6 +19,18 @@ KUEUE = "apps/kueue-upstream"
 QUEUE = "apps/kueue"
 
 
+def queued_config() -> config_mod.Config:
+    """The reference configuration with training admitted by Kueue (kueue.admitTraining: true)."""
+    config = config_mod.load()
+    return dataclasses.replace(config, kueue=dataclasses.replace(config.kueue, admit_training=True))
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[str, str]:
+    """dist/ of the reference with the queue on (the reference leaves it off: docs/queue.md)."""
+    return app.render_files(app.build(queued_config()))
+
+
 def _of(rendered: dict[str, str], folder: str, kind: str) -> list[dict]:
     docs = [yaml_load(text) for path, text in rendered.items() if path.startswith(f"{folder}/")]
     return [d for d in docs if d["kind"] == kind]
@@ -44,7 +56,7 @@ def test_the_cluster_queue_holds_what_the_mixed_pool_holds(rendered):
 
 
 def test_a_bigger_pool_is_a_bigger_quota():
-    config = config_mod.load()
+    config = queued_config()
     reference = cluster_mod.reference(config)
     pools = tuple(dataclasses.replace(p, nodes=8) if p.name == "mixed" else p for p in reference.pools)
     built = app.build(config, dataclasses.replace(reference, pools=pools))
@@ -61,8 +73,11 @@ def test_every_job_waits_in_the_training_queue(rendered):
     assert (local["metadata"]["namespace"], local["spec"]["clusterQueue"]) == ("training", "training")
 
 
-def test_without_a_kueue_section_nothing_is_queued():
-    config = dataclasses.replace(config_mod.load(), kueue=None)
+@pytest.mark.parametrize("kueue", ["absent", "not admitting"])
+def test_without_the_queue_on_nothing_is_queued(kueue):
+    config = config_mod.load()
+    config = dataclasses.replace(config, kueue=None if kueue == "absent" else
+                                 dataclasses.replace(config.kueue, admit_training=False))
     files = app.render_files(app.build(config))
     assert not [p for p in files if p.startswith((f"{KUEUE}/", f"{QUEUE}/"))]
     jobs = [yaml_load(t) for p, t in files.items() if p.startswith("apps/training/tfjob.")]

@@ -106,7 +106,11 @@ def test_with_kueue_resume_releases_only_a_hold_pause_set():
     assert offline.plan_hold(_queue(), "resume") is None
 
 
-def test_the_schedule_holds_the_queue_when_kueue_admits_training(rendered):
+def test_the_schedule_holds_the_queue_when_kueue_admits_training():
+    from colocate import app
+    from tests.test_kueue import queued_config
+
+    rendered = app.render_files(app.build(queued_config()))
     pause = yaml_load(rendered["apps/training-control/cronjob.colocate-system.colocate-offline-pause-training.yaml"])
     args = pause["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args == ["offline", "pause", "--cluster-queue", "training"]

@@ -54,7 +54,7 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
             components.install_storage_class(cp, storage_class)
         # Kueue's manager runs as a host process once Argo CD has installed its CRDs, while the sync
         # goes on: its webhooks (dist/'s, called by URL in Argo CD's copy) admit the TFJobs.
-        queue = kueue.Kueue(cp, cfg.kueue) if cfg.kueue else None
+        queue = kueue.Kueue(cp, cfg.kueue) if cfg.queue else None
         argo = argocd.ArgoCD(cp, cfg, dist, rewrite=queue.rewrite if queue else None)
         argo.start()
         obs.rejected += [observe.Rejected("dist/bootstrap/", "root Application", e) for e in argo.apply_bootstrap()]

@@ -48,23 +48,19 @@ def _pod_specs(rendered) -> dict[str, dict]:
 
 # -- RBAC: namespaced, exactly what the commands call --------------------------------------------
 
-def test_nothing_cluster_wide_is_granted_but_the_training_queue(rendered):
-    """The one ClusterRole: get and patch the training ClusterQueue by name (the day's pause)."""
-    cluster_wide = [o for o in _objects(rendered) if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
-    assert [o["kind"] for o in cluster_wide] == ["ClusterRole", "ClusterRoleBinding"]
-    (role,) = [o for o in cluster_wide if o["kind"] == "ClusterRole"]
-    assert role["rules"] == [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"],
-                              "resourceNames": [CLUSTER.training_queue], "verbs": ["get", "patch"]}]
-    assert {"Role", "RoleBinding", "ServiceAccount"} <= {o["kind"] for o in _objects(rendered)}
+def test_nothing_cluster_wide_is_granted(rendered):
+    kinds = {o["kind"] for o in _objects(rendered)}
+    assert not kinds & {"ClusterRole", "ClusterRoleBinding"}
+    assert {"Role", "RoleBinding", "ServiceAccount"} <= kinds
 
 
 def test_each_service_account_gets_its_rules_in_the_training_namespace_only(rendered):
     ns, training = CLUSTER.control_namespace, CLUSTER.training_namespace
     roles = {(o["metadata"]["namespace"], o["metadata"]["name"]): o["rules"]
              for o in _objects(rendered) if o["kind"] == "Role"}
-    # With Kueue the schedule holds the ClusterQueue: no Role on the TFJobs (the test above).
     assert roles == {
         (training, RESUBMITTER): list(RESUBMITTER_RULES),
+        (training, SCHEDULE_NAME): list(SCHEDULE_RULES),
         (ns, RESUBMITTER): [
             {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
             {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [RESUBMITTER],
@@ -160,13 +156,13 @@ def test_pause_runs_before_the_peak_and_resume_at_its_end_in_the_configured_zone
     s = CONFIG.schedule
     assert (s.time_zone, s.peak_start, s.peak_end, s.pause_lead_minutes) == ("Asia/Shanghai", 8 * 60, 22 * 60, 10)
     for action, schedule in (("pause", "50 7 * * *"), ("resume", "0 22 * * *")):
-        cronjob = _one(rendered, "CronJob", f"{SCHEDULE_NAME}-{action}-{CLUSTER.training_queue}")
+        cronjob = _one(rendered, "CronJob", f"{SCHEDULE_NAME}-{action}-{CLUSTER.training_namespace}")
         spec = cronjob["spec"]
         assert spec["schedule"] == schedule and spec["timeZone"] == "Asia/Shanghai"
         assert spec["concurrencyPolicy"] == "Forbid" and spec["startingDeadlineSeconds"] == 3600
         pod = spec["jobTemplate"]["spec"]["template"]["spec"]
         assert pod["restartPolicy"] == "Never"
-        assert pod["containers"][0]["args"] == ["offline", action, "--cluster-queue", CLUSTER.training_queue]
+        assert pod["containers"][0]["args"] == ["offline", action, "--namespace", CLUSTER.training_namespace]
 
 
 @pytest.mark.parametrize("start, end, lead, pause, resume", [

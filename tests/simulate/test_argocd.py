@@ -19,8 +19,7 @@ from tests.helpers import yaml_load, yaml_load_all
 DIST = ROOT / "dist"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 #: The Applications of the vendored charts and the operator overlay, rendered into dist/ by synth.
-PLATFORM = {"kube-prometheus-stack", "dcgm-exporter", "nvidia-device-plugin", "colocate-training-operator-upstream",
-            "colocate-kueue-upstream"}
+PLATFORM = {"kube-prometheus-stack", "dcgm-exporter", "nvidia-device-plugin", "colocate-training-operator-upstream"}
 CLAIMS = ("recsys-train-checkpoints", "tf-mnist-dist-checkpoints", "tf-ps-mode-checkpoints")
 #: The one guard whose Delete=false the drill's copy takes off.
 UNGUARDED = "networkpolicy.online.default-deny"
@@ -51,7 +50,7 @@ def test_root_application_syncs_every_application_from_dist(platform_drill):
     apps = {a["name"]: a for a in platform_drill["applications"]}
     assert set(apps) == {"colocate-root", "colocate-platform", "colocate-training", "colocate-online",
                          "colocate-monitoring", "colocate-observability", "colocate-training-operator",
-                         "colocate-training-control", "colocate-kueue"} | PLATFORM
+                         "colocate-training-control"} | PLATFORM
     for app in apps.values():
         assert not app["offline"], app  # every source is a folder of dist/ in this repository
         assert app["sync"] == "Synced" and app["failed"] == [], app
