@@ -54,7 +54,8 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
             components.install_storage_class(cp, storage_class)
         # Kueue's manager runs as a host process once Argo CD has installed its CRDs, while the sync
         # goes on: its webhooks (dist/'s, called by URL in Argo CD's copy) admit the TFJobs.
-        queue = kueue.Kueue(cp, cfg.kueue) if cfg.queue else None
+        # The manager runs whenever dist/ brings its CRDs (a tree synthesized with the queue on).
+        queue = kueue.Kueue(cp, cfg.kueue) if cfg.kueue else None
         argo = argocd.ArgoCD(cp, cfg, dist, rewrite=queue.rewrite if queue else None)
         argo.start()
         obs.rejected += [observe.Rejected("dist/bootstrap/", "root Application", e) for e in argo.apply_bootstrap()]
@@ -85,7 +86,7 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
             components.start_training_operator(cp)
         else:
             obs.notes.append("the training-operator did not start: Argo CD did not install the TFJob CRD")
-        if queue and not queue.started:
+        if queue and not queue.started and cfg.queue:
             obs.notes.append(f"Kueue {cfg.kueue.version} did not start: Argo CD did not install every CRD of "
                              f"the release (kueue.x-k8s.io: {len(kueue.crds())}, vendor/kueue/config/components/crd/bases)")
         if resubmitting:
