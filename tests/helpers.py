@@ -157,3 +157,14 @@ def wait_for(what: str, done, timeout: float, state=None):
         if time.monotonic() > deadline:
             raise AssertionError(f"waited {timeout:.0f} s for {what}" + (f"; now:\n{state()}" if state else ""))
         time.sleep(0.5)
+
+
+def kubeconfig_for(url: str, folder: Path) -> Path:
+    """A kubeconfig in ``folder`` that points a client at ``url`` (a loopback test server) with a token."""
+    path = folder / "kubeconfig"
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "x", "cluster": {"server": url}}],
+        "users": [{"name": "x", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]}))
+    return path

@@ -4,7 +4,6 @@ the terminal nor the CI log as it is, from capacity, report, diff and offline (h
 M4, M5, M12). HTML in a name never reaches a pull-request comment as markup."""
 from __future__ import annotations
 
-import json
 import shutil
 
 import pytest
@@ -12,7 +11,7 @@ import yaml
 
 from colocate import ROOT
 from colocate.base.text import code_span, escape, markdown
-from tests.helpers import colocate, git, json_server, yaml_load
+from tests.helpers import colocate, git, json_server, kubeconfig_for, yaml_load
 
 HOSTILE = "evil\x1b[2J\x1b[31m\n::error file=README.md::forged<img src=x><h1>APPROVED</h1>|"
 AT = 1_764_000_000
@@ -93,12 +92,7 @@ def test_offline_escapes_tfjob_names_from_the_apijson_server(tmp_path):
         return {"apiVersion": "kubeflow.org/v1", "kind": "TFJobList", "metadata": {}, "items": [job]}
 
     with json_server(answer) as url:
-        kubeconfig = tmp_path / "kubeconfig"
-        kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "x",
-            "clusters": [{"name": "x", "cluster": {"server": url}}],
-            "users": [{"name": "x", "user": {"token": "t"}}],
-            "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]}))
+        kubeconfig = kubeconfig_for(url, tmp_path)
         proc = colocate("offline", "pause", "--dry-run", "--namespace", "training", "--kubeconfig", str(kubeconfig))
     assert proc.returncode == 0, proc.stderr
     _clean(proc.stdout)

@@ -7,7 +7,7 @@ import copy
 
 from colocate import ROOT
 from colocate.incluster import offline
-from tests.helpers import colocate, json_server, yaml_load
+from tests.helpers import colocate, json_server, kubeconfig_for, yaml_load
 
 #: A reference TFJob as synthesized, given live state below.
 TFJOB = yaml_load((ROOT / "dist/apps/training/tfjob.training.tf-mnist-dist.yaml").read_text())
@@ -64,16 +64,10 @@ def test_a_missing_kubeconfig_is_a_clear_error(tmp_path):
 def test_an_answer_that_is_not_a_list_is_a_clear_error(tmp_path):
     """An API server (here a hostile one on loopback) whose TFJob list has ``items`` as a mapping:
     exit 2 with the reason, never a traceback or exit 3."""
-    import json
 
     answer = {"apiVersion": "kubeflow.org/v1", "kind": "TFJobList", "items": {"a": 1}}
     with json_server(lambda path, query: answer) as url:
-        kubeconfig = tmp_path / "kubeconfig"
-        kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "x",
-            "clusters": [{"name": "x", "cluster": {"server": url}}],
-            "users": [{"name": "x", "user": {"token": "t"}}],
-            "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]}))
+        kubeconfig = kubeconfig_for(url, tmp_path)
         proc = colocate("offline", "pause", "--namespace", "training", "--kubeconfig", str(kubeconfig))
     assert proc.returncode == 2 and "did not return a list of items" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
