@@ -270,8 +270,11 @@ def test_fault_training_deployment_at_the_online_priority_is_denied_by_the_admis
 def test_fault_custom_resource_without_its_crd_is_rejected(faults):
     _, report = faults
     found = [r for r in report["rejected"] if r["object"] == "JAXJob/training/no-crd"]
-    # Argo CD's own words, then the API server's discovery: no such kind is served.
-    assert found and found[0]["message"].startswith('JAXJob.kubeflow.org "" not found'), report["rejected"]
+    # Argo CD's own words, then the API server's discovery: no such kind is served. Argo CD words it
+    # two ways depending on whether its cluster cache or the dry-run met the missing kind first
+    # (argo-cd v2.10.15 util/argo/argo.go AugmentSyncMsg rewrites the API server's "could not find").
+    argocd_words = ('JAXJob.kubeflow.org "" not found', "The Kubernetes API could not find kubeflow.org/JAXJob")
+    assert found and found[0]["message"].startswith(argocd_words), report["rejected"]
     assert 'no matches for kind "JAXJob" in version "kubeflow.org/v1"' in found[0]["message"]
     assert found[0]["source"].endswith("jaxjob.training.no-crd.yaml")
 
