@@ -104,9 +104,10 @@ class KueueChart(ColocateChart):
     # After the manager and its CRDs (wave -5), before the TFJobs (wave 0).
     sync_wave = -4
     # The day's pause sets the ClusterQueue's stopPolicy (colocate offline pause, the schedule's
-    # CronJobs): git leaves it unset and self-heal must not undo it.
+    # CronJobs): git leaves it unset, so a sync's apply never touches it, and ignoreDifferences
+    # keeps it from reading as drift. No RespectIgnoreDifferences: a sync in flight would write back
+    # the stopPolicy it read when it started (charts/training.py says how that went for suspend).
     ignore_differences = ({"group": "kueue.x-k8s.io", "kind": "ClusterQueue", "jsonPointers": ["/spec/stopPolicy"]},)
-    sync_options = ("PruneLast=true", "RespectIgnoreDifferences=true")
 
     def __init__(self, scope: Construct, cluster: Cluster, config: Config, pools: Mapping[str, NodePool]):
         super().__init__(scope, "kueue", folder="apps/kueue")

@@ -37,9 +37,13 @@ class TrainingChart(ColocateChart):
         if config.queue:
             # Kueue owns whether a queued job runs and where its pods go: it sets runPolicy.suspend
             # and adds the flavor's nodeSelector at admission, and undoes both on eviction
-            # (pkg/controller/jobframework/reconciler.go). Self-heal must not revert them.
+            # (pkg/controller/jobframework/reconciler.go). git never sets those fields, so a sync's
+            # apply leaves them alone, and ignoreDifferences keeps them from reading as drift. Not
+            # RespectIgnoreDifferences: it copies the live values Argo CD compared at the start of
+            # the sync into what it applies (argo-cd v2.10.15 controller/sync.go
+            # normalizeTargetResources), and the real components showed that copy re-suspending a
+            # job Kueue had admitted a second earlier: its pods deleted, then counted failed.
             self.ignore_differences = (TFJOB_QUEUE_FIELDS,)
-            self.sync_options = (*self.sync_options, "RespectIgnoreDifferences=true")
         mixed = pools[cluster.mixed_pool]
         self.jobs = [self._tfjob(job, cluster, config, mixed) for job in jobs]
         # The pre-pull's Namespace and its deny-all policy stay when no job is left: the folder

@@ -67,7 +67,9 @@ class ApplicationProps:
     #: Extra labels. Default: none.
     labels: Mapping[str, str] = field(default_factory=dict)
     #: ``spec.ignoreDifferences``: fields another controller owns (an autoscaler's replicas), which
-    #: self-heal must not revert; pair with the RespectIgnoreDifferences=true sync option.
+    #: self-heal must not revert. Pair with the RespectIgnoreDifferences=true sync option only when
+    #: git sets the field too (a Deployment's replicas): that option writes back the live value
+    #: read when the sync started, which another controller may have changed since.
     #: Default: none.
     ignore_differences: Sequence[Mapping[str, Any]] = ()
 

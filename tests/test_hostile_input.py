@@ -652,29 +652,32 @@ def test_synth_refuses_more_claims_than_the_quota_allows_and_check_reports_it(tm
     assert not (tmp_path / "out").exists()
 
 
+def _unqueued_config(folder: Path) -> str:
+    """The reference colocate.yaml without the queue (kueue.admitTraining: false)."""
+    path = folder / "colocate.yaml"
+    text = (ROOT / "colocate.yaml").read_text()
+    assert "admitTraining: true" in text
+    path.write_text(text.replace("admitTraining: true", "admitTraining: false"))
+    return str(path)
+
+
 def test_synth_refuses_a_job_beyond_the_gpu_quota(tmp_path):
     _jobs(tmp_path / "jobs", 1, replicas=13, gpus=1)
-    proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
+    proc = ran(colocate("synth", "--config", _unqueued_config(tmp_path), "--jobs", "jobs", "--outdir", "out",
+                        cwd=tmp_path), 2)
     assert "COL051" in proc.stderr and "requests.nvidia.com/gpu" in proc.stderr, proc.stderr
-
-
-def _queued_config(folder: Path) -> str:
-    """The reference colocate.yaml with training admitted by Kueue (kueue.admitTraining: true)."""
-    path = folder / "colocate.yaml"
-    path.write_text((ROOT / "colocate.yaml").read_text().replace("admitTraining: false", "admitTraining: true"))
-    return str(path)
 
 
 def test_synth_refuses_a_job_the_queue_can_never_admit(tmp_path):
     _jobs(tmp_path / "jobs", 1, replicas=13, gpus=1)
-    proc = ran(colocate("synth", "--config", _queued_config(tmp_path), "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
+    proc = ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 2)
     assert "COL120" in proc.stderr and "the job asks 13 nvidia.com/gpu in all, ClusterQueue 'training' holds 12" in proc.stderr, proc.stderr
 
 
 def test_jobs_beyond_one_night_wait_in_the_queue(tmp_path):
     """14 one-GPU jobs on 12 GPUs: written, and the two that do not fit wait for admission."""
     _jobs(tmp_path / "jobs", 14, gpus=1)
-    ran(colocate("synth", "--config", _queued_config(tmp_path), "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 0)
+    ran(colocate("synth", "--config", CONFIG, "--jobs", "jobs", "--outdir", "out", cwd=tmp_path), 0)
     assert len(list((tmp_path / "out" / "apps" / "training").glob("tfjob.*.yaml"))) == 14
 
 

@@ -20,14 +20,15 @@ QUEUE = "apps/kueue"
 
 
 def queued_config() -> config_mod.Config:
-    """The reference configuration with training admitted by Kueue (kueue.admitTraining: true)."""
+    """The reference configuration, training admitted by Kueue (kueue.admitTraining: true)."""
     config = config_mod.load()
-    return dataclasses.replace(config, kueue=dataclasses.replace(config.kueue, admit_training=True))
+    assert config.queue, "the reference admits training through Kueue"
+    return config
 
 
 @pytest.fixture(scope="module")
 def rendered() -> dict[str, str]:
-    """dist/ of the reference with the queue on (the reference leaves it off: docs/queue.md)."""
+    """dist/ of the reference, the queue on."""
     return app.render_files(app.build(queued_config()))
 
 
@@ -88,7 +89,18 @@ def test_argo_cd_leaves_kueue_its_fields_of_a_queued_job(rendered):
     application = yaml_load(rendered["apps/argocd/application.argocd.colocate-training.yaml"])
     (ignored,) = application["spec"]["ignoreDifferences"]
     assert ignored["kind"] == "TFJob" and ".spec.runPolicy.suspend" in ignored["jqPathExpressions"]
-    assert "RespectIgnoreDifferences=true" in application["spec"]["syncPolicy"]["syncOptions"]
+    # Not RespectIgnoreDifferences: a sync would write back the suspend it read when it started,
+    # re-suspending a job Kueue admitted meanwhile (docs/queue.md "Argo CD").
+    assert "RespectIgnoreDifferences=true" not in application["spec"]["syncPolicy"]["syncOptions"]
+
+
+def test_argo_cd_never_writes_back_a_stale_stop_policy(rendered):
+    application = yaml_load(rendered["apps/argocd/application.argocd.colocate-kueue.yaml"])
+    (ignored,) = application["spec"]["ignoreDifferences"]
+    assert ignored["kind"] == "ClusterQueue" and ignored["jsonPointers"] == ["/spec/stopPolicy"]
+    assert "RespectIgnoreDifferences=true" not in application["spec"]["syncPolicy"]["syncOptions"]
+    (queue,) = [yaml_load(t) for p, t in rendered.items() if p.startswith("apps/kueue/clusterqueue.")]
+    assert "stopPolicy" not in queue["spec"]
 
 
 def test_the_manager_admits_tfjobs_all_or_nothing(rendered):
