@@ -1,6 +1,8 @@
 """Build the cdk8s App for a cluster and synthesize it into dist/."""
 from __future__ import annotations
 
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -9,7 +11,7 @@ from cdk8s import App
 
 from colocate import ROOT, config as config_mod
 from colocate.synth import jobs as jobs_mod, write, vendor_render
-from colocate.base import vendored
+from colocate.base import safe_yaml, vendored
 from colocate.errors import InputError
 from colocate.base.data_files import repository
 from colocate.model import cluster as cluster_mod
@@ -111,6 +113,28 @@ def render_files(built: Built, reuse: Sequence[Path] = (DIST,)) -> dict[str, str
     doc = write.index(items, built.config.release, built.config.kubernetes_version, apps, rendered)
     extra = {f"{c.folder}/{path}": text for c in built.charts for path, text in c.extra_files.items()}
     return write.render(items, doc, extra, texts)
+
+
+def job_files(config_path: Path | None, paths: Sequence[Path]) -> list[tuple[str, dict[str, str]]]:
+    """Per job file, its name and the dist/ files synth writes for it alone (its TFJob and
+    checkpoint claim), as they would land in dist/ once the file is merged into jobs/. For
+    ``colocate simulate``'s addJob; a job file synth would refuse is refused here (exit 2)."""
+    names = [p.name for p in paths]
+    if len(set(names)) != len(names):
+        raise InputError("addJob", "", f"two job files share a file name: {', '.join(sorted(names))}")
+    config = config_mod.load(config_path) if config_path else config_mod.load()
+    jobs = [jobs_mod.load_file(path, config) for path in paths]  # messages name the user's file
+    with tempfile.TemporaryDirectory(prefix="colocate-jobs-") as tmp:
+        for path in paths:
+            shutil.copyfile(path, Path(tmp) / path.name)
+        files = render_files(build(config, jobs_dir=Path(tmp)))
+    objects = {path: [(d.get("kind"), d["metadata"].get("name")) for d in safe_yaml.load_all(text) if d]
+               for path, text in files.items() if path.startswith("apps/") and path.endswith(".yaml")}
+    out = []
+    for job in jobs:
+        wanted = {("TFJob", job.name), ("PersistentVolumeClaim", f"{job.name}-checkpoints")}
+        out.append((job.name, {path: files[path] for path, kinds in objects.items() if set(kinds) & wanted}))
+    return out
 
 
 def vendored_path(chart: RenderedChart) -> str:

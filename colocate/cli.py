@@ -363,12 +363,19 @@ def _simulate(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     obs, logs = run.simulate(dist, chosen, Path(args.config) if args.config else None, keep_logs=args.keep_logs,
                              log=lambda line: print(line, file=sys.stderr, flush=True),
-                             resubmitter=False if args.no_resubmitter else None)
+                             resubmitter=False if args.no_resubmitter else None,
+                             render_jobs=lambda paths: _job_files(args.config, paths))
     # The report on stdout first: a file that cannot be written loses neither it nor the run.
     sys.stdout.write(formats.FORMATS[args.format](obs, logs))
     sys.stdout.flush()
     write_reports(also, lambda fmt: formats.FORMATS[fmt](obs, logs), args.force)
     return EXIT_OK if obs.ok else EXIT_FINDINGS
+
+
+def _job_files(config: str | None, paths):
+    """The dist/ files of the job files a scenario adds (synth's own rendering)."""
+    from colocate import app  # starts Node (jsii): only when a scenario adds a job
+    return app.job_files(Path(config) if config else None, paths)
 
 
 def _report_files(specs: list[str], known, force: bool) -> list[tuple[str, Path]]:

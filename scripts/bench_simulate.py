@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark `colocate simulate`: the reference cluster (night, peak and the 25-hour day) and the
+"""Benchmark `colocate simulate`: the reference cluster (night, peak, the 25-hour day and the queue's day) and the
 reference plus N generated training jobs, warm (the components already built). Prints per run the wall time from
 start to teardown, the peak memory of all its processes together (colocate and every component,
 summed RSS sampled every 100 ms), the exit code and the report's verdict. Not a test: figures.
@@ -75,7 +75,8 @@ def main() -> int:
     args = parser.parse_args()
     toolchain.ensure(log=lambda line: print(line, file=sys.stderr))
     runs = [("reference, night", [str(ROOT / "dist")]), ("reference, peak", [str(ROOT / "dist"), "--scenario", "peak"]),
-            ("reference, day (25 hours)", [str(ROOT / "dist"), "--scenario", "day"])]
+            ("reference, day (25 hours)", [str(ROOT / "dist"), "--scenario", "day"]),
+            ("reference, queue day (25 hours)", [str(ROOT / "dist"), "--scenario", "queue"])]
     with tempfile.TemporaryDirectory(prefix="colocate-bench-sim-") as scratch:
         for n in args.jobs:
             jobs, dist = Path(scratch) / f"jobs-{n}", Path(scratch) / f"dist-{n}"

@@ -17,8 +17,8 @@ import urllib.request
 import zlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
-from typing import Any, Callable
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable, Mapping
 
 import yaml
 
@@ -363,6 +363,34 @@ def remove_job(argo: "ArgoCD", job: str) -> tuple[str, dict[str, int]]:
             + ", ".join(f"{n} sync(s) ({app})" for app, n in quiet.items())
             + f" in the {2 * APP_RESYNC_SECONDS} s after")
     return line, quiet
+
+
+def add_job(argo: "ArgoCD", job: str, files: Mapping[str, str]) -> str:
+    """Add job ``job``'s objects (``files``: dist/-relative path to text, as synth writes them) to
+    the repository copy as a merged pull request would, ask the Applications that sync their
+    folders to refresh (what a git webhook does) and wait until each has finished a sync of that
+    commit and the objects exist. Returns what happened, in one line."""
+    folders = {PurePosixPath("dist", path).parent.as_posix() for path in files}
+    apps = sorted(name for name, path in _app_paths(argo).items() if path in folders)
+    if not apps:
+        raise SimulationError(f"addJob {job}: no Application syncs {', '.join(sorted(folders))}")
+    docs = []
+    for path, text in files.items():
+        target = argo.repo / "dist" / path
+        if target.exists():
+            raise SimulationError(f"addJob {job}: dist/{path} is already in the repository")
+        target.write_text(text)
+        docs += [d for d in safe_yaml.load_all(text) if isinstance(d, dict)]
+    argo.commit(f"add job {job}")
+    head = subprocess.run([*_GIT, "-C", str(argo.repo), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    for app in apps:
+        argo.refresh(app, "normal")
+    for app in apps:
+        _wait_value(argo, lambda app=app: _finished_sync(argo, app, head), f"Application {app} to sync {head[:8]}")
+    named = ", ".join(f"{d['kind']}/{d['metadata']['name']}" for d in docs)
+    _wait(argo, lambda: all(_exists(argo.cp, d) for d in docs), f"{named} to be created")
+    return f"job {job} added to git ({', '.join(sorted(files))}); {', '.join(apps)} synced {head[:8]}, created {named}"
 
 
 def syncs_started(cp: ControlPlane, namespace: str | None = None) -> dict[str, int]:

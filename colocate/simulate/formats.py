@@ -96,11 +96,20 @@ def _step_lines(obs: Observation) -> list[str]:
             f"{r} {_pct(use[(pool, r)])}" for r in ("cpu", "memory", "gpu") if use[(pool, r)].allocatable)
             for pool in pools)
         out.append(f"{st.name}: online {st.online_placed}/{st.online_desired} placed; training {st.training_running} "
-                   f"running, {st.training_pending} pending, {st.training_suspended} suspended; "
+                   f"running, {st.training_pending} pending, {st.training_suspended} suspended; " + _queue(st) +
                    f"{st.preemptions} preempted, {st.resubmissions} resubmitted; requests/allocatable {load}"
                    + (f" [{'; '.join(st.actions)}]" if st.actions else "")
                    + "".join(f"\n    UNPLACED {u}" for u in st.unplaced_online))
     return out
+
+
+def _queue(st) -> str:
+    """Kueue's side of a step: admitted and waiting jobs, each waiting one with Kueue's reason."""
+    if st.queue_admitted is None:
+        return ""
+    waiting = "".join(f"; {job} waits since {st.waiting_since[job]}: {st.waiting_reason.get(job) or 'queued'}"
+                      for job in sorted(st.waiting_since))
+    return f"queue {st.queue_admitted} admitted, {st.queue_waiting} waiting{waiting}; "
 
 
 def headline(obs: Observation) -> list[str]:
@@ -169,12 +178,15 @@ def to_json(obs: Observation, logs: Path | None = None) -> str:
 def to_html(obs: Observation, logs: Path | None = None) -> str:
     """A self-contained page: the day's charts, then the report's sections as tables."""
     tables = [(title, [""], [[line] for line in lines]) for title, lines in _sections(obs) if lines]
+    queued = any(st.queue_admitted is not None for st in obs.steps)
     steps = [[st.name, f"{st.online_placed}/{st.online_desired}", str(st.training_running), str(st.training_pending),
-              str(st.training_suspended), str(st.preemptions), str(st.resubmissions), "; ".join(st.actions)]
+              str(st.training_suspended),
+              *([f"{st.queue_admitted} admitted, {st.queue_waiting} waiting"] if queued else []),
+              str(st.preemptions), str(st.resubmissions), "; ".join(st.actions)]
              for st in obs.steps]
     if steps:
         tables.insert(0, ("Steps", ["step", "online placed", "training running", "pending", "suspended",
-                                    "preempted", "resubmitted", "actions"], steps))
+                                    *(["queue"] if queued else []), "preempted", "resubmitted", "actions"], steps))
     title = f"colocate simulate, scenario {obs.scenario}: {_verdict(obs)}"
     if logs:
         tables.append(("Logs", [""], [[f"Component logs kept in {logs}"]]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import urllib.error
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from colocate.rules import admission
 from colocate import config as config_mod
@@ -18,6 +18,9 @@ from colocate.simulate import argocd, components, kueue, nodes, observe, stand_i
 from colocate.simulate.local_cluster import ControlPlane, SimulationError, refusal
 from colocate.simulate.scenario import Scenario
 
+#: Job files to (job name, dist/-relative path -> text), as synth writes them (colocate.app.job_files).
+RenderJobs = Callable[[Sequence[Path]], Sequence[tuple[str, Mapping[str, str]]]]
+
 #: The cluster has settled when nothing it reports changed for this long (the scheduler retries an
 #: unschedulable pod after at most 10 s, kube-scheduler's default podMaxBackoffSeconds, but any
 #: cluster event moves it sooner).
@@ -27,14 +30,17 @@ SETTLE_TIMEOUT = 120.0
 
 def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, keep_logs: bool = False,
              log: Callable[[str], None] = print, inspect: Callable[[ControlPlane], None] | None = None,
-             resubmitter: bool | None = None) -> tuple[observe.Observation, Path | None]:
+             resubmitter: bool | None = None, render_jobs: RenderJobs | None = None
+             ) -> tuple[observe.Observation, Path | None]:
     """Run ``scenario`` on ``dist``; the observation and, when logs are kept, their folder.
-    ``inspect`` is called with the running cluster once the scenario has played."""
+    ``inspect`` is called with the running cluster once the scenario has played. ``render_jobs``
+    gives the dist/ files of the job files the scenario adds (synth's, from the command)."""
     cfg = config_mod.load(config_path) if config_path else config_mod.load()
     pools = nodes.read_pools(dist)
     counts = _node_counts(pools, scenario)
     docs = _dist_documents(dist)
     planned = steps_mod.plan(scenario, docs, cfg.schedule, cfg.file)
+    added = _added_jobs(scenario, planned, render_jobs)
     resubmitting = scenario.resubmitter if resubmitter is None else resubmitter
     binaries = toolchain.ensure(cfg, log=log)
     started = time.monotonic()
@@ -109,7 +115,7 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
                     f"({time.monotonic() - started:.1f} s)")
             obs.settled = _settle(cp, resubmitting) and obs.settled
         if planned:
-            _play(cp, cfg, planned, docs, node_pool, obs, resubmitting, log, started, argo)
+            _play(cp, cfg, planned, docs, node_pool, obs, resubmitting, log, started, argo, added)
         if inspect:
             inspect(cp)
         observe.observe(cp, obs, _tiers(docs), node_pool, since_events=since)
@@ -120,7 +126,8 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
 
 
 def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool, obs: observe.Observation,
-          resubmitting: bool, log, started: float, argo: argocd.ArgoCD | None = None) -> None:
+          resubmitting: bool, log, started: float, argo: argocd.ArgoCD | None = None,
+          added: Mapping[str, tuple[str, Mapping[str, str]]] | None = None) -> None:
     """Each step: its actions, the replicas, settle, and what the cluster holds then."""
     from colocate.incluster import offline
     from colocate.incluster.kube import ClusterQueues, TFJobs, api_client
@@ -150,6 +157,14 @@ def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool,
             line, report.argocd_syncs_after_prune = argocd.remove_job(argo, step.remove_job)
             report.actions.append(line)
             changed = True
+        for file in step.add_jobs:
+            if argo is None:
+                raise SimulationError("addJob needs Argo CD, which this simulation did not start")
+            report.actions.append(argocd.add_job(argo, *added[file]))
+            changed = True
+        for job in step.finish_jobs:
+            report.actions.append(steps_mod.finish_job(cp, job))
+            changed = True
         if step.lose_node:
             node = steps_mod.lose_node(cp, step.lose_node, node_pool)
             report.actions.append(f"node {node} lost (tainted {steps_mod.OUT_OF_SERVICE['key']}:NoExecute)")
@@ -165,12 +180,24 @@ def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool,
             changed = True
         if changed:
             report.settled = _settle(cp, resubmitting) and report.settled
-        steps_mod.report(cp, report, index, tiers, node_pool, observe.tier_of, since)
+        steps_mod.report(cp, report, index, tiers, node_pool, observe.tier_of, since, queued=bool(queues))
         obs.steps.append(report)
         log(f"simulate: step {step.name}: online {report.online_placed}/{report.online_desired} placed, training "
             f"{report.training_running} running, {report.training_pending} pending, {report.training_suspended} "
             f"suspended; {report.preemptions} preempted, {report.resubmissions} resubmitted "
             f"({time.monotonic() - started:.1f} s)")
+
+
+def _added_jobs(scenario: Scenario, planned: list[steps_mod.Step], render_jobs: RenderJobs | None
+                ) -> dict[str, tuple[str, Mapping[str, str]]]:
+    """Per job file an ``addJob`` names: its job's name and dist/ files, rendered before the
+    cluster starts, so a bad file is exit 2 before minutes of running."""
+    named = list(dict.fromkeys(p for step in planned for p in step.add_jobs))
+    if not named:
+        return {}
+    if render_jobs is None:
+        raise SimulationError("addJob needs synth to render the job files (colocate simulate passes it)")
+    return dict(zip(named, render_jobs([scenario.job_file(p) for p in named])))
 
 
 def _operators(cp: ControlPlane) -> None:

@@ -34,8 +34,18 @@ class Scenario:
     resubmitter: bool = True
     #: Steps played after the first sync (raw mappings: name, peak, scale, offline, loseNode, removeJob).
     steps: tuple[Mapping, ...] = ()
-    #: The day in hour steps: curves per workload and one unplanned spike.
+    #: The day in hour steps: curves per workload, one unplanned spike, jobs added and finished.
     day: Mapping | None = None
+    #: The scenario file's folder: job files it adds (``addJob``) are relative to it.
+    folder: Path = Path(".")
+
+    def job_file(self, relative: str) -> Path:
+        """A job file an ``addJob`` names; refused unless it is a regular file below the folder."""
+        path = (self.folder / relative).resolve()
+        if not path.is_relative_to(self.folder.resolve()) or not path.is_file():
+            raise InputError(f"scenario {self.name}", "addJob", f"{relative!r}: no such job file in "
+                             f"{display(self.folder)} (a path relative to the scenario file)")
+        return path
 
 
 def shipped() -> list[str]:
@@ -57,4 +67,4 @@ def load(name_or_file: str) -> Scenario:
                     nodes=dict(data.get("nodes") or {}), offline_may_wait=data.get("offlineMayWait", False),
                     delete_drill=tuple(d) if isinstance(d := data.get("deleteDrill", False), list) else d,
                     resubmitter=data.get("resubmitter", True), steps=tuple(data.get("steps") or ()),
-                    day=data.get("day"))
+                    day=data.get("day"), folder=path.parent)

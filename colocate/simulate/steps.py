@@ -4,7 +4,9 @@ records what it holds: online pods desired and placed, training pods, requests p
 preemptions and resubmissions. The ``day`` scenario is 25 hour steps (docs/simulate.md)."""
 from __future__ import annotations
 
+import urllib.parse
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Callable, Mapping
 
 from colocate.model import quantity
@@ -12,13 +14,14 @@ from colocate.model.names import GPU, JOB_NAME_LABEL, PEAK_REPLICAS_ANNOTATION, 
 from colocate.model.pods import pod_resources
 from colocate.simulate.argocd import syncs_started
 from colocate.simulate.charts import PoolHour
-from colocate.simulate.local_cluster import ControlPlane
+from colocate.simulate.local_cluster import ControlPlane, SimulationError
 from colocate.simulate.observe import tfjob_state
 
 #: The NoExecute taint of a node declared out of service (non-graceful node shutdown, GA in 1.28:
 #: kubernetes v1.28.15 pkg/controller/podgc/gc_controller.go, k8s.io/api core/v1 well_known_taints.go).
 OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
 _DONE = ("Succeeded", "Failed")
+KUEUE_API = "kueue.x-k8s.io/v1beta1"
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,10 @@ class Step:
     notes: tuple[str, ...] = ()
     #: A job whose file is deleted from git (its TFJob and checkpoint claim leave dist/).
     remove_job: str | None = None
+    #: Job files added to git (paths relative to the scenario), synced before the replicas change.
+    add_jobs: tuple[str, ...] = ()
+    #: Jobs whose training ends now: their pods exit 0.
+    finish_jobs: tuple[str, ...] = ()
 
 
 @dataclass
@@ -50,6 +57,13 @@ class StepReport:
     training_pending: int = 0
     #: Replicas of suspended TFJobs (their pods are gone while paused).
     training_suspended: int = 0
+    #: Kueue's Workloads (when it admits training): admitted and not finished, and waiting in the
+    #: queue (neither admitted nor finished). None without Kueue.
+    queue_admitted: int | None = None
+    queue_waiting: int | None = None
+    #: Per job waiting in the queue: since when (its TFJob's arrival), and Kueue's reason.
+    waiting_since: dict[str, str] = field(default_factory=dict)
+    waiting_reason: dict[str, str] = field(default_factory=dict)
     #: Requests by tier against allocatable, per pool and resource (hour = the step's index).
     use: list[PoolHour] = field(default_factory=list)
     preemptions: int = 0
@@ -87,7 +101,8 @@ def plan(scenario, docs, schedule, config_file: str = "colocate.yaml") -> list[S
     if scenario.steps:
         return [Step(s["name"], {**(peak if s.get("peak") else {k: normal[k] for k in peak} if s.get("peak") is False
                                     else {}), **(s.get("scale") or {})}, s.get("offline"), s.get("loseNode"),
-                     remove_job=s.get("removeJob"))
+                     remove_job=s.get("removeJob"), add_jobs=tuple(filter(None, [s.get("addJob")])),
+                     finish_jobs=tuple(filter(None, [s.get("finishJob")])))
                 for s in scenario.steps]
     if scenario.day is None:
         return []
@@ -96,6 +111,7 @@ def plan(scenario, docs, schedule, config_file: str = "colocate.yaml") -> list[S
                          "the schedule's edges (docs/schedule.md)")
     curves = scenario.day.get("curves") or {}
     spike = scenario.day.get("spike") or {}
+    events = scenario.day.get("events") or []
     steps = []
     for hour in range(25):
         minute = hour * 60
@@ -111,7 +127,9 @@ def plan(scenario, docs, schedule, config_file: str = "colocate.yaml") -> list[S
             actions.append("spike")
         offline = next((a for a, at in (("pause", schedule.pause_at), ("resume", schedule.resume_at))
                         if (hour - 1) * 60 < at <= minute), None)
-        steps.append(Step(f"{hour:02d}:00", scale, offline, None, tuple(actions)))
+        steps.append(Step(f"{hour:02d}:00", scale, offline, None, tuple(actions),
+                          add_jobs=tuple(e["addJob"] for e in events if e["hour"] == hour and "addJob" in e),
+                          finish_jobs=tuple(e["finishJob"] for e in events if e["hour"] == hour and "finishJob" in e)))
     return steps
 
 
@@ -131,6 +149,33 @@ def lose_node(cp: ControlPlane, pool: str, node_pool: Mapping[str, str]) -> str:
     return node
 
 
+def finish_job(cp: ControlPlane, job: str) -> str:
+    """Training of TFJob ``job`` ends: each of its running pods exits 0, written as kwok writes a
+    completed pod (kwok/stages.yaml pod-complete). training-operator v1.7.0 then marks the TFJob
+    Succeeded (its Chief succeeded, pkg/controller.v1/tensorflow/tfjob_controller.go
+    UpdateJobStatus) and Kueue finishes its Workload and frees its quota. Returns what it did."""
+    found = [j for j in cp.items("/apis/kubeflow.org/v1/tfjobs") if j["metadata"]["name"] == job]
+    if not found:
+        raise SimulationError(f"finishJob: no TFJob {job}")
+    namespace = found[0]["metadata"]["namespace"]
+    selector = urllib.parse.quote(f"{JOB_NAME_LABEL}={job}")
+    pods = [p for p in cp.items(f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}")
+            if not p["metadata"].get("deletionTimestamp") and (p.get("status") or {}).get("phase") == "Running"]
+    if not pods:
+        raise SimulationError(f"finishJob: TFJob {namespace}/{job} has no running pod (is it admitted?)")
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for pod in pods:
+        status = {"phase": "Succeeded", "conditions": [
+            {"type": t, "status": "False", "reason": "PodCompleted", "lastTransitionTime": now}
+            for t in ("ContainersReady", "Ready")],
+            "containerStatuses": [{"name": c["name"], "image": c["image"], "ready": False, "restartCount": 0,
+                                   "state": {"terminated": {"exitCode": 0, "reason": "Completed", "finishedAt": now}}}
+                                  for c in pod["spec"]["containers"]]}
+        cp.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}/status", {"status": status},
+                   content_type="application/strategic-merge-patch+json")
+    return f"job {job} finished: {len(pods)} pod(s) exited 0"
+
+
 def out_of_service(cp: ControlPlane, node: str) -> None:
     """Taint ``node`` out of service (NoExecute): the taint manager evicts every pod that does not
     tolerate it, with DisruptionTarget reason DeletionByTaintManager."""
@@ -140,8 +185,12 @@ def out_of_service(cp: ControlPlane, node: str) -> None:
 
 
 def report(cp: ControlPlane, step: StepReport, index: int, tiers: Mapping[str, str], node_pool: Mapping[str, str],
-           tier_of: Callable[[Mapping[str, Any], Mapping[str, str]], str], since_events: str) -> StepReport:
-    """Fill ``step`` from the cluster as it is now; events newer than ``since_events`` count."""
+           tier_of: Callable[[Mapping[str, Any], Mapping[str, str]], str], since_events: str,
+           queued: bool = False) -> StepReport:
+    """Fill ``step`` from the cluster as it is now; events newer than ``since_events`` count;
+    ``queued``: Kueue admits training, so its Workloads are counted too."""
+    if queued:
+        _queue(cp, step)
     pods = cp.items("/api/v1/pods")
     online_ns = set()
     for kind in ("deployments", "statefulsets"):
@@ -190,6 +239,26 @@ def report(cp: ControlPlane, step: StepReport, index: int, tiers: Mapping[str, s
         elif event.get("reason") == RESUBMITTED_REASON:
             step.resubmissions += 1
     return step
+
+
+def _queue(cp: ControlPlane, step: StepReport) -> None:
+    """Kueue's Workloads by state (apis/kueue/v1beta1/workload_types.go conditions: Admitted,
+    Finished); a waiting job's wait counts from its TFJob's creation, its place in the queue."""
+    step.queue_admitted = step.queue_waiting = 0
+    for workload in cp.items(f"/apis/{KUEUE_API}/workloads"):
+        listed = (workload.get("status") or {}).get("conditions") or []
+        conditions = {c["type"]: c.get("status") == "True" for c in listed}
+        if conditions.get("Finished"):
+            continue
+        if conditions.get("Admitted"):
+            step.queue_admitted += 1
+            continue
+        step.queue_waiting += 1
+        owners = [o["name"] for o in workload["metadata"].get("ownerReferences") or [] if o.get("kind") == "TFJob"]
+        job = f"{workload['metadata']['namespace']}/{owners[0] if owners else workload['metadata']['name']}"
+        step.waiting_since[job] = workload["metadata"].get("creationTimestamp", "")
+        # QuotaReserved False says why (pkg/workload/workload.go UnsetQuotaReservationWithCondition).
+        step.waiting_reason[job] = next((c.get("message", "") for c in listed if c["type"] == "QuotaReserved"), "")
 
 
 def _unschedulable(pod: Mapping[str, Any]) -> str:
