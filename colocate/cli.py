@@ -247,7 +247,7 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _capacity(args: argparse.Namespace) -> int:
-    from colocate.review import usage, formats, quantities, quota
+    from colocate.review import usage, formats, quantities, queue, quota
 
     if not Path(args.path).is_dir():
         raise InputError(args.path, "", "no such folder: name a dist/ folder")
@@ -256,8 +256,16 @@ def _capacity(args: argparse.Namespace) -> int:
         raise InputError(args.path, "", "no Kubernetes objects found: name a dist/ folder")
     quantities.check(docs)
     pools = usage.reference_pools(Path(args.config) if args.config else None)
-    usage, uses = usage.usage(docs, pools), quota.uses(docs, pools)
-    sys.stdout.write(formats.CAPACITY_FORMATS[args.format](usage, uses))
+    queues = queue.queues(docs)
+    # A job waiting in Kueue's queue is suspended: no pod, so nothing to place or to count against
+    # the namespace's quota until it is admitted.
+    waiting = {j.name for q in queues for j in q.waiting}
+    running = [d for d in docs if not (d.kind == "TFJob" and f"{d.namespace}/{d.name}" in waiting)]
+    usage, uses = usage.usage(running, pools), quota.uses(running, pools)
+    sys.stdout.write(formats.CAPACITY_FORMATS[args.format](usage, uses, queues))
+    if waiting:
+        print(escape(f"colocate: not counted: {len(waiting)} TFJob(s) waiting in the queue ({', '.join(sorted(waiting))}): "
+                     "Kueue admits them as quota frees"), file=sys.stderr)
     helm = sorted(d.name for d in docs if d.kind == "Application" and _renders_helm(d.obj))
     if helm:
         print(escape(f"colocate: not counted: the pods of Applications Argo CD renders from Helm charts "

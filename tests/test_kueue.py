@@ -4,16 +4,18 @@ the model."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import shutil
 
 import pytest
 
-from colocate import app, config as config_mod
+from colocate import ROOT, app, config as config_mod
 from colocate.charts.kueue import KEPT_WEBHOOK_GROUPS, KEPT_WEBHOOK_RESOURCES
 from colocate.constructs.training_queue import FlavorProps, TrainingQueue, TrainingQueueProps
 from colocate.errors import PropError
 from colocate.model import cluster as cluster_mod
 from colocate.model.names import QUEUE_NAME_LABEL
-from tests.helpers import yaml_load
+from tests.helpers import colocate, yaml_load
 
 KUEUE = "apps/kueue-upstream"
 QUEUE = "apps/kueue"
@@ -30,6 +32,32 @@ def queued_config() -> config_mod.Config:
 def rendered() -> dict[str, str]:
     """dist/ of the reference, the queue on."""
     return app.render_files(app.build(queued_config()))
+
+
+def test_capacity_says_which_jobs_wait_when_jobs_ask_for_more_than_a_night(tmp_path):
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    for file in [*(ROOT / "jobs").glob("*.yaml"), *(ROOT / "colocate/simulate/scenarios/queue-jobs").glob("*.yaml")]:
+        shutil.copyfile(file, jobs / file.name)
+    files = app.render_files(app.build(queued_config(), jobs_dir=jobs))
+    for path, text in files.items():
+        (tmp_path / "dist" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "dist" / path).write_text(text)
+    proc = colocate("capacity", str(tmp_path / "dist"), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    (queue,) = json.loads(proc.stdout)["queues"]
+    assert queue["clusterQueue"] == "training" and queue["quota"]["gpus"] == 12
+    assert queue["demand"]["gpus"] == 8 + 4 * 4 + 2, queue["demand"]
+    # In name order, each job that fits what is left: the 12 GPUs hold three 4-GPU jobs (asr, bert,
+    # ctr); then only tf-ps-mode, which asks for no GPU, fits.
+    waiting = [j["name"] for j in queue["jobs"] if j["waits"]]
+    assert waiting == ["training/late-eval", "training/recsys-train", "training/resnet-train",
+                       "training/tf-mnist-dist"], queue["jobs"]
+    proc = colocate("capacity", str(tmp_path / "dist"))
+    assert "training/late-eval, training/recsys-train, training/resnet-train, training/tf-mnist-dist" in proc.stdout
+    # What waits is suspended: neither the pool nor the namespace's quota counts it.
+    assert "not counted: 4 TFJob(s) waiting in the queue" in proc.stderr, proc.stderr
+    assert "mixed       nvidia.com/gpu  0           12" in proc.stdout, proc.stdout
 
 
 def _of(rendered: dict[str, str], folder: str, kind: str) -> list[dict]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from colocate.base.text import code_span, escape, escape_lines, markdown
 from colocate.checker import Finding
@@ -11,6 +11,7 @@ from colocate.model.names import GPU
 from colocate.review import usage, quota
 from colocate.review.usage import Delta, Usage
 from colocate.review.quota import QuotaDelta, QuotaUse
+from colocate.review.queue import QueueUse
 from colocate.review.diff import ADDED, CHANGED, REMOVED, ObjectChange, Review
 
 JSON_VERSION = 1
@@ -266,20 +267,32 @@ def _md_table(header: list[str], body: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(map(markdown, cells)) + " |" for cells in body]) + "\n"
 
 
-def capacity_text(u: Usage, uses: list[QuotaUse]) -> str:
-    return _columns(*_capacity_table(u)) + ("\n" + _columns(*_quota_table(uses)) if uses else "")
+def _queue_table(queues: Sequence[QueueUse]) -> tuple[list[str], list[list[str]]]:
+    """Per ClusterQueue: jobs, how many the first night starts and how many wait, GPUs asked and held."""
+    body = [[q.cluster_queue, str(len(q.jobs)), str(len(q.jobs) - len(q.waiting)), str(len(q.waiting)),
+             str(q.demand.gpus), str(q.quota.gpus), ", ".join(j.name for j in q.waiting) or "-"] for q in queues]
+    return ["queue", "jobs", "admitted", "waiting", f"{GPU} asked", f"{GPU} quota", "waits"], body
 
 
-def capacity_markdown(u: Usage, uses: list[QuotaUse]) -> str:
-    return _md_table(*_capacity_table(u)) + ("\n" + _md_table(*_quota_table(uses)) if uses else "")
+def capacity_text(u: Usage, uses: list[QuotaUse], queues: Sequence[QueueUse] = ()) -> str:
+    return (_columns(*_capacity_table(u)) + ("\n" + _columns(*_quota_table(uses)) if uses else "")
+            + ("\n" + _columns(*_queue_table(queues)) if queues else ""))
 
 
-def capacity_json(u: Usage, uses: list[QuotaUse]) -> str:
+def capacity_markdown(u: Usage, uses: list[QuotaUse], queues: Sequence[QueueUse] = ()) -> str:
+    return (_md_table(*_capacity_table(u)) + ("\n" + _md_table(*_quota_table(uses)) if uses else "")
+            + ("\n" + _md_table(*_queue_table(queues)) if queues else ""))
+
+
+def capacity_json(u: Usage, uses: list[QuotaUse], queues: Sequence[QueueUse] = ()) -> str:
     rows = [{**asdict(r), "byTier": r.by_tier} for r in usage.rows(u)]
     for r in rows:
         del r["by_tier"]
     return json.dumps({"version": JSON_VERSION, "units": {"cpu": "millicores", "memory": "bytes", GPU: "devices"},
-                       "rows": rows, "quotas": [asdict(q) for q in uses]}, indent=2, sort_keys=True) + "\n"
+                       "rows": rows, "quotas": [asdict(q) for q in uses],
+                       "queues": [{"clusterQueue": q.cluster_queue, "quota": asdict(q.quota),
+                                   "demand": asdict(q.demand), "jobs": [asdict(j) for j in q.jobs]}
+                                  for q in queues]}, indent=2, sort_keys=True) + "\n"
 
 
 CAPACITY_FORMATS = {"text": capacity_text, "markdown": capacity_markdown, "json": capacity_json}
