@@ -86,8 +86,11 @@ def manager_configuration(config: Config) -> dict:
         "metrics": {"bindAddress": f":{METRICS_PORT}", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-        # Only jobs that name a queue are Kueue's: the platform's own Jobs are not training.
-        "manageJobsWithoutQueueName": False,
+        # Every TFJob is Kueue's (the only framework on): one without a queue label is suspended
+        # at creation and never admitted, instead of starting outside the quota and the day's hold
+        # (pkg/controller/jobframework/defaults.go WorkloadShouldBeSuspended). COL121 tells its
+        # author before merge.
+        "manageJobsWithoutQueueName": True,
         # All or nothing: a job whose pods are not all ready in time gives its GPUs back and
         # goes to the back of the queue (pkg/controller/core/workload_controller.go).
         "waitForPodsReady": {"enable": True, "timeout": f"{config.kueue.pods_ready_timeout_seconds}s",

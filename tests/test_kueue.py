@@ -135,7 +135,7 @@ def test_the_manager_admits_tfjobs_all_or_nothing(rendered):
     (configmap,) = _of(rendered, KUEUE, "ConfigMap")
     configuration = yaml_load(configmap["data"]["controller_manager_config.yaml"])
     assert configuration["integrations"] == {"frameworks": ["kubeflow.org/tfjob"]}
-    assert configuration["manageJobsWithoutQueueName"] is False
+    assert configuration["manageJobsWithoutQueueName"] is True
     assert configuration["waitForPodsReady"]["enable"] is True
     assert configuration["waitForPodsReady"]["timeout"] == f"{config_mod.load().kueue.pods_ready_timeout_seconds}s"
 

@@ -102,3 +102,21 @@ def test_the_toolchain_builds_the_pinned_release_only_when_colocate_yaml_has_kue
     other = dataclasses.replace(cfg, kueue=dataclasses.replace(cfg.kueue, version="v0.10.2"))
     with pytest.raises(InputError, match=r"\$\.kueue\.version.*vendor/sources.yaml has kueue at v0.10.6"):
         toolchain.builds(other)
+
+
+def test_the_host_manager_admits_as_dist_s_manager_does(tmp_path):
+    """The simulation's Configuration differs from dist/'s only where a host process must (ports,
+    certificates, leader election, the scaled timeouts): which jobs are Kueue's and how they are
+    admitted are the same."""
+    from colocate.charts.kueue import manager_configuration
+
+    cfg = config.load()
+    ours = kueue.configuration(cfg.kueue, namespace="kueue-system", metrics_port=1, health_port=2, webhook_port=3,
+                               cert_dir=tmp_path)
+    theirs = manager_configuration(cfg)
+    for key in ("manageJobsWithoutQueueName", "integrations"):
+        assert ours[key] == theirs[key], key
+    for key in ("enable", "blockAdmission"):
+        assert ours["waitForPodsReady"][key] == theirs["waitForPodsReady"][key], key
+    assert ours["waitForPodsReady"]["requeuingStrategy"]["timestamp"] == \
+        theirs["waitForPodsReady"]["requeuingStrategy"]["timestamp"]

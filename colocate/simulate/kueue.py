@@ -91,8 +91,9 @@ def configuration(cfg: config_mod.Kueue, *, namespace: str, metrics_port: int, h
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
         "namespace": namespace,
-        # A TFJob without the queue-name label is not Kueue's: it runs as before.
-        "manageJobsWithoutQueueName": False,
+        # As dist/'s (charts/kueue.py manager_configuration; tests/test_simulate_kueue.py holds
+        # them equal): a TFJob without a queue label is suspended, never started outside the queue.
+        "manageJobsWithoutQueueName": True,
         "leaderElection": {"leaderElect": False},
         "metrics": {"bindAddress": f"127.0.0.1:{metrics_port}", "enableClusterQueueResources": True},
         "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
@@ -103,7 +104,7 @@ def configuration(cfg: config_mod.Kueue, *, namespace: str, metrics_port: int, h
         "clientConnection": {"qps": 50, "burst": 100},
         "integrations": {"frameworks": list(FRAMEWORKS)},
         "waitForPodsReady": {
-            "enable": True, "timeout": f"{pods_ready_timeout(cfg)}s",
+            "enable": True, "timeout": f"{pods_ready_timeout(cfg)}s", "blockAdmission": True,
             # The requeue backoff after an eviction, scaled like the timeout (defaults 60 s, 3600 s).
             "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": max(1, 60 // TIME_SCALE),
                                   "backoffMaxSeconds": 3600 // TIME_SCALE}},

@@ -355,3 +355,16 @@ def tfjob_queue_fits(index: Index, rule: Rule) -> Iterator[Violation]:
                 printer = quantity.format_cpu if name == "cpu" else quantity.format_bytes if name == "memory" else str
                 yield Violation(doc, "spec.tfReplicaSpecs", f"the job asks {printer(amount)} {name} in all, "
                                 f"ClusterQueue {cq_name!r} holds {printer(quota.get(name, 0))}")
+
+
+@reads("TFJob", "LocalQueue")
+def tfjob_queued(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Where Kueue admits training (a LocalQueue in the TFJob's namespace), the TFJob names a
+    queue: Kueue, managing every TFJob, suspends one without the label and never admits it."""
+    queued = {d.namespace for d in index.of_kind("LocalQueue")}
+    for doc in index.of_kind("TFJob"):
+        labels = (doc.obj.get("metadata") or {}).get("labels") or {}
+        if doc.namespace in queued and not isinstance(labels.get(QUEUE_NAME_LABEL), str):
+            queues = sorted(d.name for d in index.of_kind("LocalQueue") if d.namespace == doc.namespace)
+            yield Violation(doc, f"metadata.labels[{QUEUE_NAME_LABEL}]",
+                            f"missing; namespace {doc.namespace!r} has LocalQueue(s) {', '.join(map(repr, queues))}")

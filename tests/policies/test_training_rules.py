@@ -65,6 +65,7 @@ FIELDS = {
     "COL119/fail.yaml": {"metadata.name"},
     "COL120/fail.yaml": {"spec.tfReplicaSpecs"},
     "COL120/fail-no-queue.yaml": {"metadata.labels[kueue.x-k8s.io/queue-name]"},
+    "COL121/fail.yaml": {"metadata.labels[kueue.x-k8s.io/queue-name]"},
 }
 
 
