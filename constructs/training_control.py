@@ -24,7 +24,7 @@ from colocate.constructs._k8s import emit
 from colocate.constructs.node_pool import NodePool
 from colocate.constructs.service_monitor import ServiceMonitor, ServiceMonitorProps
 from colocate.errors import PropError
-from colocate.model.names import (GUARD_ANNOTATIONS, GIVEN_UP_METRIC, KUEUE_API, NAME_LABEL, RESUBMISSIONS_METRIC, TFJOB_GROUP, TFJOB_PLURAL)
+from colocate.model.names import (BLOCKED_METRIC, GUARD_ANNOTATIONS, GIVEN_UP_METRIC, KUEUE_API, NAME_LABEL, RESUBMISSIONS_METRIC, TFJOB_GROUP, TFJOB_PLURAL)
 from colocate.model.validate import check_dns_label, check_image, check_pull_secret, check_required_labels, pull_secrets
 
 #: The user the Dockerfile creates (``USER 10001:10001``); the kubelet proves runAsNonRoot only
@@ -211,7 +211,7 @@ class Resubmitter(Construct):
         ServiceMonitor(self, "servicemonitor", ServiceMonitorProps(
             name=p.name, namespace=p.namespace, service_labels=selector, port=METRICS_PORT_NAME,
             monitor_labels=p.monitor_labels, honor_labels=True,
-            metrics={RESUBMISSIONS_METRIC: "counter", GIVEN_UP_METRIC: "gauge"}))
+            metrics={RESUBMISSIONS_METRIC: "counter", GIVEN_UP_METRIC: "gauge", BLOCKED_METRIC: "gauge"}))
         emit(self, "pdb", {
             "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": p.name, "namespace": p.namespace, "labels": dict(selector)},

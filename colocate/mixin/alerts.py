@@ -138,6 +138,16 @@ class Alerts(LatencyGuard):
                         "through the online peak: pause training over it (colocate.yaml schedule, "
                         "docs/schedule.md) or raise the job's colocate.io/max-resubmissions. To run it again "
                         "now, delete the TFJob; Argo CD re-creates it from git and it restores its last checkpoint."),
+            _alert("ColocateTFJobResubmissionBlocked", self.tfjobs_blocked, c.resubmission_blocked_for,
+                   summary="A disrupted TFJob cannot be resubmitted: its old pods stay terminating.",
+                   description=f"TFJob {{{{ $labels.namespace }}}}/{{{{ $labels.{c.tfjob_label} }}}} failed by a "
+                               "disruption; the resubmitter deleted it, but pods of it still terminate on a node "
+                               "that no longer reports, so the job cannot be re-created.",
+                   hint="kubectl describe tfjob: the ResubmissionBlocked event names the pods and their node. "
+                        "Once that node is known to be off (powered down, not just unreachable: two "
+                        "incarnations would write one checkpoint directory), taint it "
+                        "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute; the pods go and the "
+                        "resubmission goes on (docs/runbook-node-loss.md)."),
             _alert("ColocateMixedGPUsIdleWhileTFJobsWait",
                    f"count by (node) (({idle_gpus} < {c.gpu_idle_percent}) * on (node) group_left () {mixed_nodes})"
                    f" and on () ({waiting_gpu_pods} > 0)",

@@ -21,7 +21,7 @@ from typing import Any
 
 from colocate import promql
 from colocate.model.slo import LatencySlo
-from colocate.model.names import (DISRUPTION_ANNOTATION, TFJOB_ANNOTATION_LABEL, TFJOB_ANNOTATION_METRIC, DCGM_EXPORTER_JOB,
+from colocate.model.names import (BLOCKED_METRIC, DISRUPTION_ANNOTATION, TFJOB_ANNOTATION_LABEL, TFJOB_ANNOTATION_METRIC, DCGM_EXPORTER_JOB,
                                   GIVEN_UP_METRIC, KUEUE_JOB, MAX_MEMORY_BURST, NAME_LABEL, POOL_LABEL,
                                   RESUBMISSIONS_METRIC, RESUBMITTER, TF_CONTAINER, TFJOB_CONDITION_LABEL,
                                   TFJOB_CONDITION_METRIC, TFJOB_NAME_METRIC_LABEL, TRAINING_OPERATOR_JOB)
@@ -125,6 +125,10 @@ class MixinConfig:
     resubmissions_metric: str = RESUBMISSIONS_METRIC
     resubmission_reason_label: str = "reason"
     given_up_metric: str = GIVEN_UP_METRIC
+    #: Its gauge of resubmissions held by pods that stay terminating (a lost node), and how long
+    #: before that pages: the taint manager's eviction is 5 minutes after the node went silent.
+    blocked_metric: str = BLOCKED_METRIC
+    resubmission_blocked_for: str = "10m"
     #: The container the training-operator runs TensorFlow in.
     training_container: str = TF_CONTAINER
     #: TFJob conditions from kube-state-metrics (colocate/mixin/tfjob_state.py) and its labels.
@@ -218,6 +222,13 @@ class Selectors:
         """1 per TFJob the resubmitter gave up on; ``max`` merges its replicas' series."""
         c = self.config
         gauge = sel(c.given_up_metric, eq("job", c.resubmitter_job), self._ns)
+        return f"max by (namespace, {c.tfjob_label}) ({gauge}) == 1"
+
+    @property
+    def tfjobs_blocked(self) -> str:
+        """1 per TFJob whose resubmission waits for old pods that stay terminating."""
+        c = self.config
+        gauge = sel(c.blocked_metric, eq("job", c.resubmitter_job), self._ns)
         return f"max by (namespace, {c.tfjob_label}) ({gauge}) == 1"
 
     @property

@@ -218,10 +218,11 @@ DISRUPTION_ANNOTATION = "colocate.io/disruption"
 #: On a TFJob: its own cap on resubmissions (overrides the controller's --max-resubmissions).
 MAX_RESUBMISSIONS_ANNOTATION = "colocate.io/max-resubmissions"
 #: Events the resubmitter records on a TFJob.
-RESUBMITTED_REASON, GAVE_UP_REASON = "Resubmitted", "ResubmissionGivenUp"
+RESUBMITTED_REASON, GAVE_UP_REASON, BLOCKED_REASON = "Resubmitted", "ResubmissionGivenUp", "ResubmissionBlocked"
 #: Its metrics (prometheus_client appends _total to counters).
 RESUBMISSIONS_METRIC = "colocate_tfjob_resubmissions_total"      # counter {namespace, reason}
 GIVEN_UP_METRIC = "colocate_tfjob_given_up"                      # gauge {namespace, tfjob}: 1 while given up
+BLOCKED_METRIC = "colocate_tfjob_resubmission_blocked"           # gauge {namespace, tfjob}: 1 while its old pods stay
 RESUBMITTER = "colocate-resubmitter"
 
 # --- Kueue, the admission queue of training (docs/queue.md) ------------------------------------

@@ -18,19 +18,22 @@ from typing import Any, Mapping
 
 from colocate.incluster.kube import TFJobs, refusal, status
 from colocate.errors import ColocateError
-from colocate.model.names import (DISRUPTION_ANNOTATION, DISRUPTION_REASONS, GAVE_UP_REASON, GIVEN_UP_METRIC,
-                                   JOB_NAME_LABEL, RESUBMISSIONS_METRIC, RESUBMITTED_REASON, RESUBMITTER, TFJOB_GROUP,
+from colocate.model.names import (BLOCKED_METRIC, BLOCKED_REASON, DISRUPTION_ANNOTATION, DISRUPTION_REASONS,
+                                   GAVE_UP_REASON, GIVEN_UP_METRIC, JOB_NAME_LABEL, RESUBMISSIONS_METRIC, RESUBMITTED_REASON, RESUBMITTER, TFJOB_GROUP,
                                    TFJOB_KIND, TFJOB_PLURAL, TFJOB_VERSION)
 from colocate.incluster.resubmit import policy
 
 log = logging.getLogger("colocate.resubmitter")
 
-#: How long the old incarnation may take to go (its pods' grace period, then the garbage collector).
+#: How long the old incarnation may take to go (its pods' grace period, then the garbage collector)
+#: before the resubmission counts as blocked; it is retried every RETRY_SECONDS for as long as it takes.
 GONE_TIMEOUT = 300.0
+RETRY_SECONDS = 10.0
 
 
 class Metrics:
-    """``colocate_tfjob_resubmissions_total{namespace,reason}`` and ``colocate_tfjob_given_up{namespace,tfjob}``."""
+    """``colocate_tfjob_resubmissions_total{namespace,reason}``, ``colocate_tfjob_given_up{namespace,tfjob}``
+    and ``colocate_tfjob_resubmission_blocked{namespace,tfjob}``."""
 
     def __init__(self, namespaces, registry=None):
         from prometheus_client import REGISTRY, Counter, Gauge
@@ -41,6 +44,9 @@ class Metrics:
                                      ["namespace", "reason"], registry=registry)
         self.given_up = Gauge(GIVEN_UP_METRIC, "1 while a disrupted TFJob is left Failed because it reached its "
                               "resubmission cap", ["namespace", "tfjob"], registry=registry)
+        self.blocked = Gauge(BLOCKED_METRIC, "1 while a TFJob's resubmission waits for pods of its old incarnation "
+                             "that stay terminating past the wait (a node that no longer reports)",
+                             ["namespace", "tfjob"], registry=registry)
         for namespace in namespaces:  # every series exists from the start, so rate() and absent() work
             for reason in DISRUPTION_REASONS:
                 self.resubmissions.labels(namespace, reason)
@@ -58,6 +64,10 @@ class Resubmitter:
         self._gave_up: set[str] = set()  # uids given up (one Event each)
         self._left: set[str] = set()  # uids Failed for a reason of their own (logged once)
         self._recorded: set[str] = set()  # TFJob uids with evidence on them
+        #: uid -> (next incarnation, decision) of a TFJob deleted for resubmission and not yet
+        #: re-created: its delete is ours, so "being deleted" is no reason to drop it.
+        self._pending: dict[str, tuple[dict[str, Any], policy.Decision]] = {}
+        self._blocked: set[str] = set()  # uids with a ResubmissionBlocked Event
         self._lock = threading.Condition()
         self._stop = threading.Event()
 
@@ -150,9 +160,10 @@ class Resubmitter:
             try:
                 self.resubmit(namespace, name, uid)
             except ColocateError as exc:
-                log.error("TFJob %s/%s: resubmission failed, retrying in 10 s: %s", namespace, name, exc)
+                log.error("TFJob %s/%s: resubmission failed, retrying in %.0f s: %s", namespace, name,
+                          RETRY_SECONDS, exc)
                 with self._lock:
-                    heapq.heappush(self._queue, (time.time() + 10, namespace, name, uid))
+                    heapq.heappush(self._queue, (time.time() + RETRY_SECONDS, namespace, name, uid))
                 continue
             with self._lock:
                 self._queued.discard(uid)
@@ -164,19 +175,21 @@ class Resubmitter:
 
     def resubmit(self, namespace: str, name: str, uid: str) -> None:
         """Delete incarnation ``uid`` (its pods first) and create the next one under the same name."""
-        try:
-            job = self.jobs.get(namespace, name)
-        except ColocateError:
-            return  # gone meanwhile (its file left git, or someone deleted it)
-        decision = policy.decide(job, self.settings)
-        if job["metadata"].get("uid") != uid or decision.action != "resubmit":
-            return  # someone else acted, or it is no longer a case for resubmission
-        body = policy.resubmission(job, decision.count)
-        try:
-            self.jobs.delete(namespace, name, uid)
-        except ColocateError as exc:
-            if status(exc.__cause__) not in (404, 409):
-                raise
+        if uid not in self._pending:
+            try:
+                job = self.jobs.get(namespace, name)
+            except ColocateError:
+                return  # gone meanwhile (its file left git, or someone deleted it)
+            decision = policy.decide(job, self.settings)
+            if job["metadata"].get("uid") != uid or decision.action != "resubmit":
+                return  # someone else acted, or it is no longer a case for resubmission
+            self._pending[uid] = (policy.resubmission(job, decision.count), decision)
+            try:
+                self.jobs.delete(namespace, name, uid)
+            except ColocateError as exc:
+                if status(exc.__cause__) not in (404, 409):
+                    raise
+        body, decision = self._pending[uid]
         self._wait_gone(namespace, name, uid)
         try:
             new = self.jobs.create(namespace, body)
@@ -189,6 +202,10 @@ class Resubmitter:
                 raise
             new = self.jobs.merge_patch(namespace, name, {"metadata": {"annotations": {
                 k: v for k, v in body["metadata"]["annotations"].items() if k.startswith("colocate.io/")}}})
+        self._pending.pop(uid, None)
+        if uid in self._blocked:
+            self._blocked.discard(uid)
+            self.metrics.blocked.remove(namespace, name)
         reason = decision.disruption.reason if decision.disruption else "unknown"
         self.metrics.resubmissions.labels(namespace, reason).inc()
         self._event(new, "Normal", RESUBMITTED_REASON,
@@ -197,8 +214,23 @@ class Resubmitter:
         log.info("TFJob %s/%s resubmitted (%d): %s", namespace, name, decision.count, decision.why)
 
     def _wait_gone(self, namespace: str, name: str, uid: str) -> None:
-        if not self.jobs.wait_gone(namespace, name, uid, GONE_TIMEOUT, self._stop.is_set):
-            raise ColocateError(f"TFJob {namespace}/{name} (uid {uid}) still exists {GONE_TIMEOUT:.0f} s after its delete")
+        """Wait for the old incarnation; past GONE_TIMEOUT (the first time) or at each retry, say
+        what holds it, and raise so the worker retries: the item is never dropped."""
+        timeout = RETRY_SECONDS if uid in self._blocked else GONE_TIMEOUT
+        if self.jobs.wait_gone(namespace, name, uid, timeout, self._stop.is_set):
+            return
+        stuck = [p for p in self._pods_of(namespace, name) if p["metadata"].get("deletionTimestamp")]
+        held = "; ".join(f"pod {p['metadata']['name']} terminating on node {p['spec'].get('nodeName') or '?'} since "
+                         f"{p['metadata']['deletionTimestamp']}" for p in stuck) or "the TFJob's own deletion"
+        if uid not in self._blocked:
+            self._blocked.add(uid)
+            self.metrics.blocked.labels(namespace, name).set(1)
+            self._event(self.jobs.get(namespace, name), "Warning", BLOCKED_REASON,
+                        f"Resubmission blocked: {held}. A pod's node that stops reporting keeps it terminating "
+                        f"for ever; once the node is known to be off, taint it node.kubernetes.io/out-of-service"
+                        f"=nodeshutdown:NoExecute (docs/runbook-node-loss.md) and the resubmission goes on")
+            log.warning("TFJob %s/%s: resubmission blocked: %s", namespace, name, held)
+        raise ColocateError(f"TFJob {namespace}/{name} (uid {uid}) is not gone yet: {held}")
 
     def _event(self, job: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         from kubernetes.client.exceptions import ApiException
