@@ -12,7 +12,7 @@ from colocate.base.data_files import data_path
 from colocate.errors import ColocateError
 from colocate.incluster.resubmit import policy
 from colocate.simulate.local_cluster import ControlPlane, SimulationError, free_port, refusal
-from colocate.simulate.nodes import KWOK_ANNOTATION
+from colocate.simulate.nodes import KWOK_LABEL
 
 CRDS = ROOT / "policies" / "crds"
 #: The pod lifecycle kwok plays (its own file; also keeps a user's ~/.kwok/kwok.yaml out).
@@ -22,9 +22,9 @@ SIM_PROVISIONER = "colocate.io/simulated"
 
 
 def start_kwok(cp: ControlPlane) -> None:
-    key, value = KWOK_ANNOTATION
+    key, value = KWOK_LABEL
     cp.run("kwok", [str(cp.binaries["kwok"]), f"--kubeconfig={cp.kubeconfig}", f"--config={KWOK_STAGES}",
-                    "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={key}={value}",
+                    "--manage-all-nodes=false", f"--manage-nodes-with-label-selector={key}={value}",
                     "--node-lease-duration-seconds=40", "--cidr=10.244.0.1/16", "--node-ip=10.0.0.1",
                     f"--server-address=127.0.0.1:{free_port()}"])
 
@@ -40,9 +40,10 @@ def start_training_operator(cp: ControlPlane) -> None:
 
 #: The resubmitter's settings in the simulation: the cluster's defaults with time scaled down (the
 #: first resubmission after 1 s, not 30 s), as the kwok stages scale the grace period.
-SIM_SETTINGS = policy.Settings(max_resubmissions=5, backoff_seconds=1, max_backoff_seconds=8)
+SIM_SETTINGS = policy.Settings(max_resubmissions=5, backoff_seconds=1, max_backoff_seconds=8, blocked_after_seconds=10)
 SIM_RESUBMIT = ("--backoff-seconds", str(SIM_SETTINGS.backoff_seconds), "--max-backoff-seconds",
-                str(SIM_SETTINGS.max_backoff_seconds), "--max-resubmissions", str(SIM_SETTINGS.max_resubmissions))
+                str(SIM_SETTINGS.max_backoff_seconds), "--max-resubmissions", str(SIM_SETTINGS.max_resubmissions),
+                "--blocked-after-seconds", str(SIM_SETTINGS.blocked_after_seconds))
 
 
 def start_resubmitter(cp: ControlPlane, namespaces: list[str], extra: tuple[str, ...] = (),

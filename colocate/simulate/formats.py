@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from colocate.model import quantity
-from colocate.model.names import GPU
+from colocate.model.names import BLOCKED_METRIC, GPU
 from colocate.simulate import charts
 from colocate.simulate.charts import OFFLINE
 from colocate.simulate.observe import Observation
@@ -99,7 +99,9 @@ def _step_lines(obs: Observation) -> list[str]:
                    f"running, {st.training_pending} pending, {st.training_suspended} suspended; " + _queue(st) +
                    f"{st.preemptions} preempted, {st.resubmissions} resubmitted; requests/allocatable {load}"
                    + (f" [{'; '.join(st.actions)}]" if st.actions else "")
-                   + "".join(f"\n    UNPLACED {u}" for u in st.unplaced_online))
+                   + "".join(f"\n    UNPLACED {u}" for u in st.unplaced_online)
+                   + "".join(f"\n    BLOCKED {b}" for b in st.blocked)
+                   + "".join(f"\n    {BLOCKED_METRIC} {{{b}}} 1" for b in st.blocked_gauge))
     return out
 
 

@@ -178,6 +178,9 @@ class ControlPlane:
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             # The kubernetes Service's endpoint would be 127.0.0.1, which Endpoints refuse.
             "--endpoint-reconciler-type=none", "--profiling=false", "--v=0",
+            # The DefaultTolerationSeconds plugin's 300 s before a pod leaves a NotReady or
+            # unreachable node, scaled down 30x like the resubmitter's waits (components.SIM_SETTINGS).
+            "--default-not-ready-toleration-seconds=10", "--default-unreachable-toleration-seconds=10",
             # What dist/control-plane/ gives kubeadm when colocate.yaml turns the admission
             # policies on (docs/admission.md): 1.28 serves them only with both flags.
             *(f"--{flag}={value}" for flag, value in API_SERVER_FLAGS.items()),
@@ -193,7 +196,7 @@ class ControlPlane:
             str(self.binaries["kube-controller-manager"]), *common, f"--secure-port={ports['kube-controller-manager']}",
             f"--service-account-private-key-file={sa_key}", f"--root-ca-file={pki / 'apiserver.crt'}",
             f"--service-cluster-ip-range={SERVICE_CIDR}", "--use-service-account-credentials=false",
-            # Nodes answer kwok's heartbeats; evict from an unready node after the default 5 min.
+            # Nodes answer kwok's heartbeats; one silent this long is NotReady (1.28's default).
             "--node-monitor-grace-period=40s",
             *(f"--{flag}={value}" for flag, value in CONTROLLER_MANAGER_FLAGS.items()),
         ])

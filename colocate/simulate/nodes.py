@@ -12,8 +12,11 @@ from colocate.model.names import HOSTNAME_LABEL
 from colocate.model.pool_facts import API_VERSION, KIND, PoolFacts, from_documents, resource_list
 from colocate.base.data_files import display
 
-#: kwok manages the nodes that carry this annotation (kwok v0.5.2 --manage-nodes-with-annotation-selector).
-KWOK_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+#: kwok manages the nodes that carry this label (kwok v0.5.2 --manage-nodes-with-label-selector). A
+#: label, not an annotation: its watch is filtered by the API server, so removing the label reaches
+#: kwok as the node's deletion and it stops the node's lease and pods (pkg/kwok/controllers/
+#: node_controller.go watchResources, informer.Deleted -> onNodeUnmanaged): the node goes silent.
+KWOK_LABEL = ("kwok.x-k8s.io/node", "fake")
 #: What a real kubelet reports besides the pool's resources: its pod limit (KubeletConfiguration maxPods).
 MAX_PODS = "110"
 
@@ -43,11 +46,10 @@ def node_objects(pool: PoolFacts, count: int) -> list[dict[str, Any]]:
 
 
 def node_object(pool: PoolFacts, name: str) -> dict[str, Any]:
-    key, value = KWOK_ANNOTATION
+    key, value = KWOK_LABEL
     return {
         "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "annotations": {key: value},
-                     "labels": {**pool.labels, HOSTNAME_LABEL: name}},
+        "metadata": {"name": name, "labels": {**pool.labels, HOSTNAME_LABEL: name, key: value}},
         "spec": {"taints": [t.to_kube() for t in pool.taints]},
         "status": {"capacity": {**resource_list(pool.capacity), "pods": MAX_PODS},
                    "allocatable": {**resource_list(pool.allocatable), "pods": MAX_PODS}},

@@ -11,7 +11,7 @@ from colocate.rules import admission
 from colocate import config as config_mod
 from colocate.base import safe_yaml
 from colocate.errors import InputError
-from colocate.model.names import PEAK_REPLICAS_ANNOTATION, TIER_LABEL
+from colocate.model.names import BLOCKED_REASON, PEAK_REPLICAS_ANNOTATION, TIER_LABEL
 from colocate.base.data_files import display
 from colocate.incluster.resubmit import policy as resubmit_policy
 from colocate.simulate import argocd, components, kueue, nodes, observe, stand_ins, steps as steps_mod, toolchain
@@ -137,6 +137,7 @@ def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool,
     queues = sorted(d["metadata"]["name"] for _, d in docs if d["kind"] == "ClusterQueue")
     tiers = _tiers(docs)
     current: dict[str, int] = {}
+    silent: list[str] = []  # nodes lost with mode notReady
     for index, step in enumerate(planned):
         since = cp.request("GET", "/api/v1/events?limit=1")["metadata"]["resourceVersion"]
         report = steps_mod.StepReport(step.name, actions=list(step.notes))
@@ -166,8 +167,23 @@ def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool,
             report.actions.append(steps_mod.finish_job(cp, job))
             changed = True
         if step.lose_node:
-            node = steps_mod.lose_node(cp, step.lose_node, node_pool)
-            report.actions.append(f"node {node} lost (tainted {steps_mod.OUT_OF_SERVICE['key']}:NoExecute)")
+            node = steps_mod.lose_node(cp, step.lose_node, node_pool, step.lose_mode)
+            if step.lose_mode == "notReady":
+                silent.append(node)
+                report.actions.append(f"node {node} lost (stopped reporting: NotReady, its pods deleted by the "
+                                      "taint manager and left terminating)")
+                if resubmitting:
+                    # The job fails, the resubmitter deletes it and waits for its pods: blocked
+                    # after SIM_SETTINGS.blocked_after_seconds. The step reports that state.
+                    steps_mod.wait_event(cp, BLOCKED_REASON, since, SETTLE_TIMEOUT)
+            else:
+                report.actions.append(f"node {node} lost (tainted {steps_mod.OUT_OF_SERVICE['key']}:NoExecute)")
+            changed = True
+        if step.out_of_service:
+            for node in silent:
+                steps_mod.out_of_service(cp, node)
+                report.actions.append(f"node {node} declared out of service (tainted {steps_mod.OUT_OF_SERVICE['key']}"
+                                      ":NoExecute, the runbook's step)")
             changed = True
         wanted = {k: v for k, v in step.scale.items() if current.get(k) != v}
         if changed and wanted:

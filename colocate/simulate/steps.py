@@ -4,17 +4,20 @@ records what it holds: online pods desired and placed, training pods, requests p
 preemptions and resubmissions. The ``day`` scenario is 25 hour steps (docs/simulate.md)."""
 from __future__ import annotations
 
+import time
 import urllib.parse
+import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping
 
 from colocate.model import quantity
-from colocate.model.names import GPU, JOB_NAME_LABEL, PEAK_REPLICAS_ANNOTATION, RESUBMITTED_REASON
+from colocate.model.names import BLOCKED_METRIC, BLOCKED_REASON, GPU, JOB_NAME_LABEL, PEAK_REPLICAS_ANNOTATION, RESUBMITTED_REASON
 from colocate.model.pods import pod_resources
 from colocate.simulate.argocd import syncs_started
 from colocate.simulate.charts import PoolHour
 from colocate.simulate.local_cluster import ControlPlane, SimulationError
+from colocate.simulate.nodes import KWOK_LABEL
 from colocate.simulate.observe import tfjob_state
 
 #: The NoExecute taint of a node declared out of service (non-graceful node shutdown, GA in 1.28:
@@ -33,7 +36,8 @@ class Step:
     scale: Mapping[str, int] = field(default_factory=dict)
     #: ``colocate offline pause`` or ``resume`` before the replicas change.
     offline: str | None = None
-    #: A node of this pool is lost (tainted out of service, so the taint manager evicts its pods).
+    #: A node of this pool is lost: tainted out of service, so the taint manager evicts its pods
+    #: (``lose_mode`` outOfService), or its kubelet stops reporting (notReady).
     lose_node: str | None = None
     #: What else the step is, for the report ("spike").
     notes: tuple[str, ...] = ()
@@ -43,6 +47,9 @@ class Step:
     add_jobs: tuple[str, ...] = ()
     #: Jobs whose training ends now: their pods exit 0.
     finish_jobs: tuple[str, ...] = ()
+    lose_mode: str = "outOfService"
+    #: The runbook's step: nodes lost notReady in this run are tainted out of service.
+    out_of_service: bool = False
 
 
 @dataclass
@@ -68,6 +75,10 @@ class StepReport:
     use: list[PoolHour] = field(default_factory=list)
     preemptions: int = 0
     resubmissions: int = 0
+    #: The resubmitter's ResubmissionBlocked Events in this step: what holds each job.
+    blocked: list[str] = field(default_factory=list)
+    #: Its gauge colocate_tfjob_resubmission_blocked at the end of the step, per namespace/job at 1.
+    blocked_gauge: list[str] = field(default_factory=list)
     tfjobs: dict[str, str] = field(default_factory=dict)
     #: Per Argo CD Application, how many sync operations it has run so far (its history).
     argocd_operations: dict[str, int] = field(default_factory=dict)
@@ -100,9 +111,11 @@ def plan(scenario, docs, schedule, config_file: str = "colocate.yaml") -> list[S
                              f"workloads: {', '.join(sorted(normal))}")
     if scenario.steps:
         return [Step(s["name"], {**(peak if s.get("peak") else {k: normal[k] for k in peak} if s.get("peak") is False
-                                    else {}), **(s.get("scale") or {})}, s.get("offline"), s.get("loseNode"),
+                                    else {}), **(s.get("scale") or {})}, s.get("offline"), _lost_pool(s.get("loseNode")),
                      remove_job=s.get("removeJob"), add_jobs=tuple(filter(None, [s.get("addJob")])),
-                     finish_jobs=tuple(filter(None, [s.get("finishJob")])))
+                     finish_jobs=tuple(filter(None, [s.get("finishJob")])),
+                     lose_mode=(s.get("loseNode") or {}).get("mode", "outOfService") if isinstance(s.get("loseNode"), dict)
+                     else "outOfService", out_of_service=bool(s.get("outOfService")))
                 for s in scenario.steps]
     if scenario.day is None:
         return []
@@ -133,20 +146,51 @@ def plan(scenario, docs, schedule, config_file: str = "colocate.yaml") -> list[S
     return steps
 
 
+def _lost_pool(lose: str | Mapping[str, Any] | None) -> str | None:
+    return lose.get("pool") if isinstance(lose, Mapping) else lose
+
+
 def workload_key(doc: Mapping[str, Any]) -> str:
     return f"{doc['kind']}/{doc['metadata']['namespace']}/{doc['metadata']['name']}"
 
 
-def lose_node(cp: ControlPlane, pool: str, node_pool: Mapping[str, str]) -> str:
-    """Take the node of ``pool`` that runs the most training pods out of service; its name."""
+def lose_node(cp: ControlPlane, pool: str, node_pool: Mapping[str, str], mode: str = "outOfService") -> str:
+    """Lose the node of ``pool`` that runs the most training pods (``mode``: out of service, or
+    silent, for ``stop_reporting``); its name."""
     pods = [p for p in cp.items("/api/v1/pods") if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
     candidates = sorted(n for n, p in node_pool.items() if p == pool)
     if not candidates:
         raise ValueError(f"no node in pool {pool}")
     node = max(candidates, key=lambda n: (sum(1 for p in pods if p["spec"]["nodeName"] == n
                                               and JOB_NAME_LABEL in (p["metadata"].get("labels") or {})), n))
-    out_of_service(cp, node)
+    if mode == "notReady":
+        stop_reporting(cp, node)
+    else:
+        out_of_service(cp, node)
     return node
+
+
+def stop_reporting(cp: ControlPlane, node: str, timeout: float = 240.0) -> str:
+    """The node's kubelet stops reporting: kwok no longer manages it (its label selector,
+    nodes.KWOK_LABEL), so neither its lease nor its pods are updated. Waits until the node
+    controller has marked it NotReady (--node-monitor-grace-period) and the taint manager has
+    deleted its pods (after their toleration of node.kubernetes.io/unreachable). Returns since when
+    it is NotReady."""
+    key, _ = KWOK_LABEL
+    cp.request("PATCH", f"/api/v1/nodes/{node}", {"metadata": {"labels": {key: None}}},
+               content_type="application/merge-patch+json")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        cp.check_alive()
+        ready = next((c for c in cp.request("GET", f"/api/v1/nodes/{node}")["status"].get("conditions") or []
+                      if c["type"] == "Ready"), {})
+        pods = [p for p in cp.items(f"/api/v1/pods?fieldSelector=spec.nodeName%3D{node}")
+                if JOB_NAME_LABEL in (p["metadata"].get("labels") or {})]
+        if ready.get("status") != "True" and all(p["metadata"].get("deletionTimestamp") for p in pods):
+            return ready.get("lastTransitionTime", "")
+        time.sleep(1)
+    raise SimulationError(f"node {node} stopped reporting, but after {timeout:.0f} s it is not NotReady with its "
+                          "training pods deleted")
 
 
 def finish_job(cp: ControlPlane, job: str) -> str:
@@ -176,6 +220,18 @@ def finish_job(cp: ControlPlane, job: str) -> str:
     return f"job {job} finished: {len(pods)} pod(s) exited 0"
 
 
+def wait_event(cp: ControlPlane, reason: str, since: str, timeout: float) -> bool:
+    """Wait until an Event with ``reason`` newer than resourceVersion ``since`` exists; False at timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        cp.check_alive()
+        if any(e.get("reason") == reason and int(e["metadata"]["resourceVersion"]) > int(since)
+               for e in cp.items("/api/v1/events")):
+            return True
+        time.sleep(1)
+    return False
+
+
 def out_of_service(cp: ControlPlane, node: str) -> None:
     """Taint ``node`` out of service (NoExecute): the taint manager evicts every pod that does not
     tolerate it, with DisruptionTarget reason DeletionByTaintManager."""
@@ -191,6 +247,8 @@ def report(cp: ControlPlane, step: StepReport, index: int, tiers: Mapping[str, s
     ``queued``: Kueue admits training, so its Workloads are counted too."""
     if queued:
         _queue(cp, step)
+    if "resubmitter" in cp.metrics:
+        step.blocked_gauge = _blocked_gauge(cp.metrics["resubmitter"])
     pods = cp.items("/api/v1/pods")
     online_ns = set()
     for kind in ("deployments", "statefulsets"):
@@ -238,7 +296,23 @@ def report(cp: ControlPlane, step: StepReport, index: int, tiers: Mapping[str, s
             step.preemptions += 1
         elif event.get("reason") == RESUBMITTED_REASON:
             step.resubmissions += 1
+        elif event.get("reason") == BLOCKED_REASON:
+            involved = event.get("involvedObject") or {}
+            step.blocked.append(f"{involved.get('namespace')}/{involved.get('name')}: {event.get('message', '')}")
     return step
+
+
+def _blocked_gauge(url: str) -> list[str]:
+    """namespace/tfjob of each series of the resubmitter's blocked gauge at 1 (its /metrics)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return []
+    return sorted(f"{s.labels['namespace']}/{s.labels['tfjob']}" for family in text_string_to_metric_families(text)
+                  if family.name == BLOCKED_METRIC for s in family.samples if s.value == 1)
 
 
 def _queue(cp: ControlPlane, step: StepReport) -> None:

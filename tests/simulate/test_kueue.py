@@ -21,7 +21,7 @@ from colocate import config
 from colocate.model.names import JOB_NAME_LABEL
 from colocate.simulate import components, kueue, toolchain
 from colocate.simulate.local_cluster import ControlPlane, refusal
-from colocate.simulate.nodes import KWOK_ANNOTATION
+from colocate.simulate.nodes import KWOK_LABEL
 from colocate.simulate.observe import tfjob_state
 from tests.helpers import wait_for, yaml_load_all
 
@@ -43,11 +43,10 @@ _TLS.verify_mode = ssl.CERT_NONE
 
 
 def _node(name: str, pool: str) -> dict:
-    key, value = KWOK_ANNOTATION
+    key, value = KWOK_LABEL
     resources = {"cpu": "16", "memory": "64Gi", GPU: "2", "pods": "110"}
     return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "annotations": {key: value},
-                         "labels": {"kubernetes.io/hostname": name, "pool": pool}},
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "pool": pool, key: value}},
             "status": {"capacity": resources, "allocatable": resources}}
 
 

@@ -25,9 +25,7 @@ from colocate.incluster.resubmit import policy
 
 log = logging.getLogger("colocate.resubmitter")
 
-#: How long the old incarnation may take to go (its pods' grace period, then the garbage collector)
-#: before the resubmission counts as blocked; it is retried every RETRY_SECONDS for as long as it takes.
-GONE_TIMEOUT = 300.0
+#: A resubmission that failed (or whose old incarnation is not gone yet) is retried this often.
 RETRY_SECONDS = 10.0
 
 
@@ -214,9 +212,9 @@ class Resubmitter:
         log.info("TFJob %s/%s resubmitted (%d): %s", namespace, name, decision.count, decision.why)
 
     def _wait_gone(self, namespace: str, name: str, uid: str) -> None:
-        """Wait for the old incarnation; past GONE_TIMEOUT (the first time) or at each retry, say
-        what holds it, and raise so the worker retries: the item is never dropped."""
-        timeout = RETRY_SECONDS if uid in self._blocked else GONE_TIMEOUT
+        """Wait for the old incarnation; past ``blocked_after_seconds`` (the first time) or at each
+        retry, say what holds it, and raise so the worker retries: the item is never dropped."""
+        timeout = RETRY_SECONDS if uid in self._blocked else self.settings.blocked_after_seconds
         if self.jobs.wait_gone(namespace, name, uid, timeout, self._stop.is_set):
             return
         stuck = [p for p in self._pods_of(namespace, name) if p["metadata"].get("deletionTimestamp")]

@@ -35,6 +35,9 @@ class Settings:
     backoff_seconds: float = 30.0
     #: The longest delay.
     max_backoff_seconds: float = 900.0
+    #: How long the old incarnation may take to go (its pods' grace period, then the garbage
+    #: collector) before the resubmission counts as blocked; it is retried for as long as it takes.
+    blocked_after_seconds: float = 300.0
 
 
 @dataclass(frozen=True)
