@@ -12,7 +12,7 @@ from tests.helpers import colocate
 from tests.simulate.test_simulate import TAG
 
 DIST = ROOT / "dist"
-FIRST_NIGHT = [f"{h:02d}:00" for h in range(0, 8)]
+FIRST_NIGHT = [f"{h:02d}:00" for h in range(0, 7)]  # 07:00 is the spike's
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +60,10 @@ def test_jobs_beyond_the_night_wait_in_the_queue_and_start_in_arrival_order(run)
 def test_no_training_pod_runs_while_the_day_holds_the_queue(run):
     steps, _ = run
     hold = _hold_hours()
+    # Just before the pause, a spike preempts training and the resubmitter re-creates the jobs:
+    # they go back through the queue, so the hold holds them too.
+    spike = steps["07:00"]
+    assert "spike" in spike["actions"] and spike["preemptions"] >= 1 and spike["resubmissions"] >= 1, spike
     assert "offline pause" in " ".join(steps[hold[0]]["actions"]), steps[hold[0]]["actions"]
     for name in hold:
         assert steps[name]["training_running"] == 0 and steps[name]["training_pending"] == 0, (name, steps[name])
