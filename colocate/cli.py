@@ -346,7 +346,7 @@ def _resubmitter(args: argparse.Namespace) -> int:
     for name, top in (("max_resubmissions", RESUBMISSIONS_LIMIT), ("metrics_port", 65535)):
         if not 0 <= getattr(args, name) <= top:
             raise InputError(f"--{name.replace('_', '-')}", str(getattr(args, name)), f"must be from 0 to {top}")
-    for name in ("backoff_seconds", "max_backoff_seconds", "blocked_after_seconds"):
+    for name in ("backoff_seconds", "max_backoff_seconds", "blocked_after_seconds", "count_decay_seconds"):
         value = getattr(args, name)
         # NaN compares false with everything, so the range test is written to fail for it.
         if not (math.isfinite(value) and 0 <= value <= BACKOFF_LIMIT_SECONDS):
@@ -356,7 +356,7 @@ def _resubmitter(args: argparse.Namespace) -> int:
         raise InputError("--backoff-seconds", str(args.backoff_seconds),
                          "must be >= 0 and at most --max-backoff-seconds")
     settings = policy.Settings(args.max_resubmissions, args.backoff_seconds, args.max_backoff_seconds,
-                               args.blocked_after_seconds)
+                               args.blocked_after_seconds, args.count_decay_seconds)
     return main.run(main.Options(tuple(args.namespace), args.lease_namespace, settings, args.metrics_port,
                                  args.metrics_address, args.kubeconfig))
 
@@ -574,6 +574,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--max-backoff-seconds", type=float, default=900.0, help="the longest delay (default 900)")
     r.add_argument("--blocked-after-seconds", type=float, default=300.0, help="how long a deleted job's pods may "
                    "take to go before the resubmission counts as blocked: metric, Event, alert (default 300)")
+    r.add_argument("--count-decay-seconds", type=float, default=7200.0, help="a job that ran this long before its "
+                   "disruption starts its resubmission count again (default 7200)")
     r.add_argument("--metrics-port", type=int, default=8080, help="port of /metrics (default 8080)")
     r.add_argument("--metrics-address", default="0.0.0.0", help="address /metrics listens on (default 0.0.0.0)")
     r.set_defaults(func=_resubmitter)

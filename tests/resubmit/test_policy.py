@@ -158,3 +158,18 @@ def test_the_new_incarnation_keeps_name_spec_labels_and_annotations_minus_the_ev
     assert set(body["metadata"]) == {"name", "namespace", "labels", "annotations"}
     assert "status" not in body
     json.dumps(body)  # what the API client sends
+
+
+def test_the_count_decays_once_an_incarnation_ran_long_enough_before_its_disruption():
+    evidence = policy.Disruption("PreemptionByScheduler", "tf-mnist-dist-worker-1", UID, _ts(T0))
+    flappy = tfjob(evidence=evidence, count=3)
+    flappy["status"]["startTime"] = _ts(T0 - timedelta(minutes=50))
+    assert policy.decide(flappy, SETTINGS).action == "give-up"
+    steady = tfjob(evidence=evidence, count=3)
+    steady["status"]["startTime"] = _ts(T0 - timedelta(seconds=SETTINGS.count_decay_seconds))
+    decision = policy.decide(steady, SETTINGS)
+    assert decision.action == "resubmit" and decision.count == 1, decision
+    # The annotations a tenant can write do not move it: only the status the operator writes does.
+    steady["metadata"]["annotations"]["startTime"] = _ts(T0 - timedelta(days=9))
+    flappy["metadata"]["annotations"]["startTime"] = _ts(T0 - timedelta(days=9))
+    assert policy.decide(flappy, SETTINGS).action == "give-up"

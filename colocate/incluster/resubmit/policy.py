@@ -38,6 +38,9 @@ class Settings:
     #: How long the old incarnation may take to go (its pods' grace period, then the garbage
     #: collector) before the resubmission counts as blocked; it is retried for as long as it takes.
     blocked_after_seconds: float = 300.0
+    #: An incarnation that ran this long before its disruption starts the count again: one flappy
+    #: evening is forgotten, a job preempted every hour still reaches the cap.
+    count_decay_seconds: float = 7200.0
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,12 @@ def decide(job: Mapping[str, Any], settings: Settings) -> Decision:
         return Decision("none", f"Failed {failed.isoformat()}, long after its pod {evidence.pod} was disrupted "
                         f"({evidence.time}): a genuine failure", disruption=evidence)
     count, cap = count_of(job), cap_of(job, settings)
+    started = parse_time((job.get("status") or {}).get("startTime"))
+    if count and started and disrupted - started >= timedelta(seconds=settings.count_decay_seconds):
+        # status.startTime: when this incarnation last started running (training-operator v1.7.0
+        # sets it at every start and resume, pkg/controller.v1/common/job.go); a status field,
+        # which a tenant who may patch the TFJob cannot write.
+        count = 0
     if count >= cap:
         return Decision("give-up", f"resubmitted {count} time(s), its cap is {cap}", count=count, disruption=evidence)
     return Decision("resubmit", f"pod {evidence.pod}: {evidence.reason}", count=count + 1,
