@@ -336,13 +336,7 @@ def remove_job(argo: "ArgoCD", job: str) -> tuple[str, dict[str, int]]:
     pruned = [d for docs in files.values() for d in docs if KEEP_ON_PRUNE not in sync_options(d.get("metadata"))]
     for file in files:
         file.unlink()
-    argo.commit(f"remove job {job}")
-    head = subprocess.run([*_GIT, "-C", str(argo.repo), "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
-    for app in apps:
-        argo.refresh(app, "normal")
-    for app in apps:
-        _wait_value(argo, lambda app=app: _finished_sync(argo, app, head), f"Application {app} to sync {head[:8]}")
+    head = _merge(argo, f"remove job {job}", apps)
     named = ', '.join(d['kind'] + '/' + d['metadata']['name'] for d in pruned)
     _wait(argo, lambda: not any(_exists(argo.cp, d) for d in pruned), f"{named} to be deleted")
     # Argo CD learns of the deletion from its own watch, after we do: a sync it starts meanwhile
@@ -365,6 +359,19 @@ def remove_job(argo: "ArgoCD", job: str) -> tuple[str, dict[str, int]]:
     return line, quiet
 
 
+def _merge(argo: "ArgoCD", message: str, apps: list[str]) -> str:
+    """Commit the repository copy as a merged pull request, ask ``apps`` to refresh (what a git
+    webhook does) and wait until each has finished a sync of that commit; the commit."""
+    argo.commit(message)
+    head = subprocess.run([*_GIT, "-C", str(argo.repo), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    for app in apps:
+        argo.refresh(app, "normal")
+    for app in apps:
+        _wait_value(argo, lambda app=app: _finished_sync(argo, app, head), f"Application {app} to sync {head[:8]}")
+    return head
+
+
 def add_job(argo: "ArgoCD", job: str, files: Mapping[str, str]) -> str:
     """Add job ``job``'s objects (``files``: dist/-relative path to text, as synth writes them) to
     the repository copy as a merged pull request would, ask the Applications that sync their
@@ -381,13 +388,7 @@ def add_job(argo: "ArgoCD", job: str, files: Mapping[str, str]) -> str:
             raise SimulationError(f"addJob {job}: dist/{path} is already in the repository")
         target.write_text(text)
         docs += [d for d in safe_yaml.load_all(text) if isinstance(d, dict)]
-    argo.commit(f"add job {job}")
-    head = subprocess.run([*_GIT, "-C", str(argo.repo), "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
-    for app in apps:
-        argo.refresh(app, "normal")
-    for app in apps:
-        _wait_value(argo, lambda app=app: _finished_sync(argo, app, head), f"Application {app} to sync {head[:8]}")
+    head = _merge(argo, f"add job {job}", apps)
     named = ", ".join(f"{d['kind']}/{d['metadata']['name']}" for d in docs)
     _wait(argo, lambda: all(_exists(argo.cp, d) for d in docs), f"{named} to be created")
     return f"job {job} added to git ({', '.join(sorted(files))}); {', '.join(apps)} synced {head[:8]}, created {named}"
