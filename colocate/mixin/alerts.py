@@ -114,6 +114,21 @@ class Alerts(LatencyGuard):
                         "training-operator v1.7.0 deletes every pod of a failed job (cleanPodPolicy All, which "
                         "releases their GPUs; after a backoff-limit or deadline failure whatever cleanPodPolicy "
                         "says), so read the logs from the log store."),
+            # ColocateTFJobFailed leaves a disrupted job to the resubmitter, but only for as long as
+            # a resubmission can take (its longest backoff, twice): a job still Failed after that
+            # was not resubmitted and must not stay silent for ever. Given up has its own alert.
+            _alert("ColocateTFJobNotResubmitted",
+                   f"({self.tfjob_condition(eq(c.tfjob_condition_label, 'Failed'))}"
+                   f" and on (namespace, {c.tfjob_label}) {disrupted})"
+                   f" unless on (namespace, {c.tfjob_label}) ({self.tfjobs_given_up})", c.resubmission_pending_for,
+                   summary="TFJob failed by a disruption and not resubmitted.",
+                   description=f"TFJob {{{{ $labels.namespace }}}}/{{{{ $labels.{c.tfjob_label} }}}} was failed by a "
+                               f"disruption {c.resubmission_pending_for} ago and is still Failed: the resubmitter "
+                               "has not re-created it.",
+                   hint="Is the resubmitter running and leading (ColocateResubmitterDown; its Lease in "
+                        "colocate-system)? kubectl describe tfjob shows its Resubmitted, ResubmissionBlocked or "
+                        "ResubmissionGivenUp events and its colocate.io/disruption annotation; the resubmitter's "
+                        "log says why it left the job."),
             # Kueue (docs/queue.md): jobs wait in the training queue and nothing was admitted over
             # a whole day, hold included. kueue_admitted_workloads_total is absent until the
             # queue's first admission, hence unless rather than a comparison with 0.

@@ -129,6 +129,9 @@ class MixinConfig:
     #: before that pages: the taint manager's eviction is 5 minutes after the node went silent.
     blocked_metric: str = BLOCKED_METRIC
     resubmission_blocked_for: str = "10m"
+    #: How long a TFJob failed by a disruption may stay Failed before it pages: twice the
+    #: resubmitter's longest backoff (--max-backoff-seconds, 900).
+    resubmission_pending_for: str = "30m"
     #: The container the training-operator runs TensorFlow in.
     training_container: str = TF_CONTAINER
     #: TFJob conditions from kube-state-metrics (colocate/mixin/tfjob_state.py) and its labels.
