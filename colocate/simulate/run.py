@@ -184,6 +184,9 @@ def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool,
                 steps_mod.out_of_service(cp, node)
                 report.actions.append(f"node {node} declared out of service (tainted {steps_mod.OUT_OF_SERVICE['key']}"
                                       ":NoExecute, the runbook's step)")
+            # The pod garbage collector works every 20 s (podgc gcCheckPeriod): the settle's quiet
+            # window could pass before it deletes the lost nodes' pods.
+            steps_mod.wait_gone_from(cp, silent, SETTLE_TIMEOUT)
             changed = True
         wanted = {k: v for k, v in step.scale.items() if current.get(k) != v}
         if changed and wanted:

@@ -232,6 +232,19 @@ def wait_event(cp: ControlPlane, reason: str, since: str, timeout: float) -> boo
     return False
 
 
+def wait_gone_from(cp: ControlPlane, nodes: list[str], timeout: float) -> bool:
+    """Wait until no pod is left on ``nodes``, but DaemonSet pods (which tolerate every taint); False at timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        cp.check_alive()
+        left = [p for node in nodes for p in cp.items(f"/api/v1/pods?fieldSelector=spec.nodeName%3D{node}")
+                if not any(o.get("kind") == "DaemonSet" for o in p["metadata"].get("ownerReferences") or [])]
+        if not left:
+            return True
+        time.sleep(1)
+    return False
+
+
 def out_of_service(cp: ControlPlane, node: str) -> None:
     """Taint ``node`` out of service (NoExecute): the taint manager evicts every pod that does not
     tolerate it, with DisruptionTarget reason DeletionByTaintManager."""
