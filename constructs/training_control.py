@@ -24,7 +24,9 @@ from colocate.constructs._k8s import emit
 from colocate.constructs.node_pool import NodePool
 from colocate.constructs.service_monitor import ServiceMonitor, ServiceMonitorProps
 from colocate.errors import PropError
-from colocate.model.names import (BLOCKED_METRIC, GUARD_ANNOTATIONS, GIVEN_UP_METRIC, KUEUE_API, NAME_LABEL, RESUBMISSIONS_METRIC, TFJOB_GROUP, TFJOB_PLURAL)
+from colocate.rules.admission import API_VERSION as ADMISSION_API_VERSION
+from colocate.model.names import (BLOCKED_METRIC, DISRUPTION_ANNOTATION, GIVEN_UP_METRIC, GUARD_ANNOTATIONS, KUEUE_API,
+                                   NAME_LABEL, RESUBMISSIONS_ANNOTATION, RESUBMISSIONS_METRIC, TFJOB_GROUP, TFJOB_PLURAL)
 from colocate.model.validate import check_dns_label, check_image, check_pull_secret, check_required_labels, pull_secrets
 
 #: The user the Dockerfile creates (``USER 10001:10001``); the kubelet proves runAsNonRoot only
@@ -38,6 +40,8 @@ METRICS_PORT_NAME = "metrics"
 #: deletes and re-creates TFJobs (colocate/incluster/kube.py TFJobs), and creates a new core Event for each
 #: Resubmitted / ResubmissionGivenUp (controller.py ``_event``; kopf's own posting is off). Only
 #: the verbs those calls use: no Event patch, no events.k8s.io.
+#: The annotations whose values the resubmitter decides on and only it may write.
+RESUBMITTER_ANNOTATIONS = (DISRUPTION_ANNOTATION, RESUBMISSIONS_ANNOTATION)
 RESUBMITTER_RULES = (
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": [TFJOB_GROUP], "resources": [TFJOB_PLURAL],
@@ -158,10 +162,47 @@ class ResubmitterProps:
     memory: str = "256Mi"
     #: Namespaces Prometheus scrapes from (the NetworkPolicy's only ingress). Default: none.
     scrape_from_namespaces: Sequence[str] = field(default_factory=tuple)
+    #: A ValidatingAdmissionPolicy that lets only its ServiceAccount write the annotations it
+    #: decides on (where the cluster serves the policies: colocate.yaml admission.policies).
+    guard_annotations: bool = False
 
 
 class Resubmitter(Construct):
     """The resubmitter's Deployment, ServiceAccount, RBAC, Service, ServiceMonitor and PDB."""
+
+    def _guard(self, p: ResubmitterProps) -> None:
+        """The evidence and the count on a TFJob are the resubmitter's: anyone who may patch a
+        TFJob could otherwise forge a disruption (a genuine failure resubmitted) or reset the
+        count (endless resubmission). On CREATE and UPDATE, only its ServiceAccount may set or
+        change them; git never writes them, Kueue and the operator never touch them. The cap
+        annotation stays the tenants': a job's own cap only lowers the controller's."""
+        user = f"system:serviceaccount:{p.namespace}:{p.name}"
+        keys = "[" + ", ".join(f"'{k}'" for k in RESUBMITTER_ANNOTATIONS) + "]"
+        now = "(has(object.metadata.annotations) && k in object.metadata.annotations ? object.metadata.annotations[k] : '')"
+        before = ("(oldObject != null && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations"
+                  " ? oldObject.metadata.annotations[k] : '')")
+        name = f"{p.name}-annotations"
+        labels = {NAME_LABEL: p.name}
+        annotations = dict(GUARD_ANNOTATIONS)
+        emit(self, "guard-policy", {
+            "apiVersion": ADMISSION_API_VERSION, "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name, "labels": labels, "annotations": annotations},
+            "spec": {"failurePolicy": "Fail",
+                     "matchConstraints": {"resourceRules": [{
+                         "apiGroups": [TFJOB_GROUP], "apiVersions": ["v1"], "resources": [TFJOB_PLURAL],
+                         "operations": ["CREATE", "UPDATE"]}],
+                         "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name",
+                                                                     "operator": "In",
+                                                                     "values": list(p.training_namespaces)}]}},
+                     "validations": [{
+                         "expression": f"request.userInfo.username == '{user}' || {keys}.all(k, {now} == {before})",
+                         "message": f"{', '.join(RESUBMITTER_ANNOTATIONS)} are the resubmitter's: only {user} may "
+                                    "set or change them (docs/training-control.md)",
+                         "reason": "Forbidden"}]}})
+        emit(self, "guard-binding", {
+            "apiVersion": ADMISSION_API_VERSION, "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name, "labels": labels, "annotations": annotations},
+            "spec": {"policyName": name, "validationActions": ["Deny"]}})
 
     def __init__(self, scope: Construct, id: str, props: ResubmitterProps):
         super().__init__(scope, id)
@@ -212,6 +253,8 @@ class Resubmitter(Construct):
             name=p.name, namespace=p.namespace, service_labels=selector, port=METRICS_PORT_NAME,
             monitor_labels=p.monitor_labels, honor_labels=True,
             metrics={RESUBMISSIONS_METRIC: "counter", GIVEN_UP_METRIC: "gauge", BLOCKED_METRIC: "gauge"}))
+        if p.guard_annotations:
+            self._guard(p)
         emit(self, "pdb", {
             "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": p.name, "namespace": p.namespace, "labels": dict(selector)},

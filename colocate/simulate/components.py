@@ -3,13 +3,16 @@ kubelets), the training-operator (TFJob -> pods), the StorageClasses the cluster
 provisioner that binds their claims."""
 from __future__ import annotations
 
+import json
 import sys
 import urllib.error
+from pathlib import Path
 
 
 from colocate import ROOT
 from colocate.base.data_files import data_path
 from colocate.errors import ColocateError
+from colocate.model.names import RESUBMITTER
 from colocate.incluster.resubmit import policy
 from colocate.simulate.local_cluster import ControlPlane, SimulationError, free_port, refusal
 from colocate.simulate.nodes import KWOK_LABEL
@@ -48,13 +51,35 @@ SIM_RESUBMIT = ("--backoff-seconds", str(SIM_SETTINGS.backoff_seconds), "--max-b
 
 def start_resubmitter(cp: ControlPlane, namespaces: list[str], extra: tuple[str, ...] = (),
                       name: str = "resubmitter") -> None:
-    """``colocate resubmitter`` from this checkout's code, as a host process like the operator."""
+    """``colocate resubmitter`` from this checkout's code, as a host process like the operator:
+    as dist/'s ServiceAccount when Argo CD created it (so its RBAC and the admission policy that
+    keeps its annotations its own are what the API server enforces), else as the admin."""
     port = free_port()
-    argv = [sys.executable, "-m", "colocate.cli", "resubmitter", f"--kubeconfig={cp.kubeconfig}",
-            "--lease-namespace=kube-system", "--metrics-address=127.0.0.1", f"--metrics-port={port}",
+    kubeconfig, lease_namespace = _as_service_account(cp, RESUBMITTER) or (cp.kubeconfig, "kube-system")
+    argv = [sys.executable, "-m", "colocate.cli", "resubmitter", f"--kubeconfig={kubeconfig}",
+            f"--lease-namespace={lease_namespace}", "--metrics-address=127.0.0.1", f"--metrics-port={port}",
             *SIM_RESUBMIT, *extra, *(f"--namespace={ns}" for ns in namespaces)]
     cp.metrics[name] = f"http://127.0.0.1:{port}/metrics"
     cp.run(name, argv, env={"PYTHONPATH": str(ROOT)})
+
+
+def _as_service_account(cp: ControlPlane, name: str) -> tuple[Path, str] | None:
+    """A kubeconfig with a token of the one ServiceAccount ``name`` (TokenRequest API), and its
+    namespace; None when the cluster has none."""
+    found = cp.items(f"/api/v1/serviceaccounts?fieldSelector=metadata.name%3D{name}")
+    if len(found) != 1:
+        return None
+    namespace = found[0]["metadata"]["namespace"]
+    token = cp.request("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+                       {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                        "spec": {"expirationSeconds": 86400}})["status"]["token"]
+    path = cp.workdir / f"kubeconfig-{name}"
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "sim",
+        "clusters": [{"name": "sim", "cluster": {"server": cp.server, "insecure-skip-tls-verify": True}}],
+        "users": [{"name": name, "user": {"token": token}}],
+        "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": name}}]}, indent=1))
+    return path, namespace
 
 
 def install_crds(cp: ControlPlane, docs: list[dict]) -> None:

@@ -250,7 +250,8 @@ def live():
         run._settle(cp, True)
 
         # Two replicas: a second resubmitter waits on the Lease; when the leader stops, it leads.
-        lease = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/colocate-resubmitter"
+        # In dist/'s namespace for it: the simulation runs it as dist/'s ServiceAccount.
+        lease = "/apis/coordination.k8s.io/v1/namespaces/colocate-system/leases/colocate-resubmitter"
         first = cp.request("GET", lease)["spec"]["holderIdentity"]
         components.start_resubmitter(cp, ["training"], name="resubmitter-2")
         second_log = cp.logs / "resubmitter-2.log"
