@@ -10,7 +10,7 @@ from colocate.config import Config
 from colocate.errors import InputError, PropError
 from colocate.base.layout import pool_folder
 from colocate.constructs.containerd_config import ContainerdConfig, ContainerdConfigProps
-from colocate.constructs.node_pool import GPU_UDEV_RULE, GPU_UDEV_RULE_FILE, NodePool
+from colocate.constructs.node_pool import GPU_TOOLKIT_CONFIG, GPU_TOOLKIT_FILE, GPU_UDEV_RULE, GPU_UDEV_RULE_FILE, NodePool
 from colocate.model.pools import PAUSE_IMAGE, NodePoolProps
 
 
@@ -24,6 +24,7 @@ class NodePoolChart(ColocateChart):
         self.pool = NodePool(self, "pool", props)
         if props.gpus:
             self.extra_files[GPU_UDEV_RULE_FILE] = GPU_UDEV_RULE
+            self.extra_files[GPU_TOOLKIT_FILE] = GPU_TOOLKIT_CONFIG
 
     def add_containerd(self, config: Config, upstream_images: Iterable[str]) -> None:
         """The registry mirror for every upstream image the cluster deploys (known once every

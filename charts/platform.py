@@ -89,7 +89,8 @@ class PlatformChart(ColocateChart):
             Namespace(self, f"namespace-{name}", NamespaceProps(name=name, enforce=level))
         # The rules that judge an object alone, enforced by the API server too (opt-in: 1.28
         # needs a feature gate, which dist/control-plane/ then sets; docs/admission.md).
-        self.admission = AdmissionPolicies(self, "admission", read_rules(), admission.values(cluster, config)) \
+        self.admission = AdmissionPolicies(self, "admission", read_rules(), admission.values(cluster, config),
+                                           admission.platform_namespaces(cluster, config), config.admission_actions) \
             if config.admission_policies else None
 
     def rendered(self, config: Config) -> list[Rendered]:

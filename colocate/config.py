@@ -141,6 +141,9 @@ class Config:
     #: admission.policies: synth emits a ValidatingAdmissionPolicy per enforced rule and the
     #: API server flags 1.28 needs for them (docs/admission.md). Off unless colocate.yaml says so.
     admission_policies: bool = False
+    #: admission.validationActions: what the error rules' bindings do, ("Deny",) unless colocate.yaml
+    #: says ["Warn", "Audit"] for a rollout (docs/admission.md, "Rollout").
+    admission_actions: tuple[str, ...] = ("Deny",)
     #: None: colocate.yaml has no ``kueue`` section, so training is not queued.
     kueue: Kueue | None = None
 
@@ -535,6 +538,7 @@ def load(path: Path | None = None, schema_checked: bool = False) -> Config:
         image_project=data["registry"].get("imageProject", "platform"),
         schedule=_schedule(data.get("schedule"), file),
         admission_policies=bool((data.get("admission") or {}).get("policies", False)),
+        admission_actions=tuple((data.get("admission") or {}).get("validationActions", ("Deny",))),
         kueue=_kueue(data.get("kueue")),
         monitoring=Monitoring(
             grafana_admin_secret=data["monitoring"]["grafanaAdminSecret"],

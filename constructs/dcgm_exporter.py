@@ -44,6 +44,8 @@ BASE_FIELDS = (
 )
 #: Profiling (DCP) fields need the SYS_ADMIN capability; device fields do not.
 PROFILING_PREFIX = "DCGM_FI_PROF_"
+#: The exporter's added capabilities: the chart's own (values.yaml securityContext.capabilities.add).
+CAPABILITIES = ("SYS_ADMIN",)
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,6 @@ class DcgmExporter(Construct):
     def values(self) -> dict[str, Any]:
         p = self.props
         repository, _, tag = p.image.rpartition(":")
-        capabilities = ["SYS_ADMIN"] if self.profiling else []
         tolerations = {(t.key, t.effect): t.toleration() for pool in p.gpu_pools for t in pool.taints}
         return {
             "image": {"repository": repository, "tag": tag},
@@ -165,10 +166,13 @@ class DcgmExporter(Construct):
             "arguments": ["-f", f"{CSV_DIR}/{CSV_KEY}"],
             "extraConfigMapVolumes": [{"name": "colocate-counters", "configMap": {"name": self.config_map}}],
             "extraVolumeMounts": [{"name": "colocate-counters", "mountPath": CSV_DIR, "readOnly": True}],
-            # Root reads the kubelet's pod-resources socket (pod attribution). SYS_ADMIN only
-            # when profiling fields are collected; ``add`` is a list, so Helm replaces the
-            # chart's default ["SYS_ADMIN"] instead of merging into it.
-            "securityContext": {"runAsNonRoot": False, "runAsUser": 0, "capabilities": {"add": capabilities}},
+            # Root reads the kubelet's pod-resources socket (pod attribution). SYS_ADMIN as the
+            # chart ships it (values.yaml at 3.3.3-3.3.0): the GPU nodes ignore
+            # NVIDIA_VISIBLE_DEVICES in unprivileged containers, and the toolkit counts a container
+            # privileged when CAP_SYS_ADMIN is in its bounding set (nvidia-container-toolkit v1.14.6
+            # internal/config/image/privileged.go), so without it the exporter sees no GPU at all
+            # (docs/gpus.md, "Defence in depth"). It is needed for the profiling fields too.
+            "securityContext": {"runAsNonRoot": False, "runAsUser": 0, "capabilities": {"add": list(CAPABILITIES)}},
             "affinity": required_pool_affinity(pool.name for pool in p.gpu_pools),
             "tolerations": [tolerations[k] for k in sorted(tolerations)],
             "resources": {k: dict(v) for k, v in p.resources.items()},

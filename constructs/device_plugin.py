@@ -23,6 +23,8 @@ CHART_VERSION = "0.14.5"
 IMAGE = f"nvcr.io/nvidia/k8s-device-plugin:v{CHART_VERSION}"
 #: The chart refuses the default namespace; kube-system holds node add-ons.
 NAMESPACE = "kube-system"
+#: How the plugin tells the runtime a container's GPUs: volume mounts, not the env var a pod can set.
+DEVICE_LIST_STRATEGY = "volume-mounts"
 #: Requests of the plugin's container (see values()).
 RESOURCES = {"requests": {"cpu": "50m", "memory": "64Mi"}}
 
@@ -74,4 +76,9 @@ class NvidiaDevicePlugin:
             # cpuset update drops /dev/nvidia* from running containers ("Failed to initialize
             # NVML: Unknown Error"). The chart then runs the plugin privileged (docs/gpus.md).
             "compatWithCPUManager": True,
+            # GPUs reach a container as volume mounts the runtime alone reads; with the nodes'
+            # accept-nvidia-visible-devices-envvar-when-unprivileged = false, no pod's
+            # NVIDIA_VISIBLE_DEVICES can widen or create them (README "DEVICE_LIST_STRATEGY" at
+            # v0.14.5; docs/gpus.md, "Defence in depth").
+            "deviceListStrategy": DEVICE_LIST_STRATEGY,
         }

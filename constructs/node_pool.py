@@ -27,6 +27,25 @@ GPU_UDEV_RULE = (
 )
 
 
+#: Where the GPU pools' NVIDIA Container Toolkit settings go, and the settings: the runtime takes
+#: an unprivileged container's GPUs from the device plugin's volume mounts only, never from its
+#: NVIDIA_VISIBLE_DEVICES, which any pod can set (docs/gpus.md, "Defence in depth"). Top-level
+#: keys of /etc/nvidia-container-runtime/config.toml (toolkit v1.14.6 internal/config/config.go);
+#: every key the file lacks keeps the toolkit's default (internal/config/toml.go, Config).
+GPU_TOOLKIT_FILE = "nvidia-container-runtime/config.toml"
+GPU_TOOLKIT_SETTINGS = {
+    "accept-nvidia-visible-devices-envvar-when-unprivileged": False,
+    "accept-nvidia-visible-devices-as-volume-mounts": True,
+}
+GPU_TOOLKIT_CONFIG = (
+    "# Top-level keys of /etc/nvidia-container-runtime/config.toml on GPU nodes, before any table\n"
+    "# (docs/gpus.md, \"Defence in depth\"; docs/node-pools.md). The device plugin passes GPUs as\n"
+    "# volume mounts (deviceListStrategy: volume-mounts); a pod's NVIDIA_VISIBLE_DEVICES is ignored\n"
+    "# unless the container is privileged (CAP_SYS_ADMIN).\n"
+    + "".join(f"{key} = {str(value).lower()}\n" for key, value in GPU_TOOLKIT_SETTINGS.items())
+)
+
+
 class NodePool(Construct):
     """A node pool: validates its props and emits its provisioning files."""
 

@@ -50,8 +50,12 @@ def test_the_reference_enables_the_policies_and_dist_has_one_policy_and_binding_
         selector = policy["spec"]["matchConstraints"]["namespaceSelector"]
         if rule.scope in ("online", "offline"):
             assert selector == {"matchLabels": {"colocate.io/tier": rule.scope}}
+        elif rule.admission.get("namespaces") == "tiers":
+            assert selector == {"matchExpressions": [{"key": "colocate.io/tier", "operator": "In", "values": ["online", "offline"]}]}
         else:  # never kube-system
-            assert selector["matchExpressions"][0]["values"] == ["kube-system"]
+            assert "kube-system" in selector["matchExpressions"][0]["values"]
+        for obj in (policy, binding):  # deleting the platform Application leaves admission on
+            assert obj["metadata"]["annotations"] == {"argocd.argoproj.io/sync-options": "Delete=false"}
         validation = policy["spec"]["validations"][0]
         assert rule.id in validation["message"] and rule.id in validation["messageExpression"]
         assert "fix: " in validation["message"] and "${" not in json.dumps(policy)
@@ -105,3 +109,66 @@ def test_a_bad_admission_option_exits_2_naming_it(tmp_path, value):
     path.write_text(yaml.safe_dump(data))
     proc = colocate("--config", str(path), "synth", "--outdir", str(tmp_path / "out"))
     assert proc.returncode == 2 and "admission.policies" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def _policy(rule_id: str) -> dict:
+    return next(o for o in _dist_policies() if o["kind"] == "ValidatingAdmissionPolicy"
+                and o["metadata"]["labels"][admission.RULE_LABEL] == rule_id)
+
+
+def test_the_platform_namespaces_are_not_judged_by_the_workload_rules():
+    """COL009 would stop stock Argo CD's dex (ghcr.io/dexidp/dex) and every add-on from another
+    registry at its next restart: the platform's namespaces are left out, kube-system as before."""
+    cfg = config.load()
+    selector = _policy("COL009")["spec"]["matchConstraints"]["namespaceSelector"]
+    exempt = selector["matchExpressions"][0]
+    assert exempt["key"] == "kubernetes.io/metadata.name" and exempt["operator"] == "NotIn"
+    assert {"kube-system", cfg.gitops.argocd_namespace, "monitoring", "kubeflow", "colocate-system"} <= set(exempt["values"])
+    assert not {"online", "training", "default"} & set(exempt["values"])
+    # Where a pod may use the online class is judged everywhere but kube-system.
+    everywhere = _policy("COL017")["spec"]["matchConstraints"]["namespaceSelector"]
+    assert everywhere["matchExpressions"][0]["values"] == ["kube-system"]
+
+
+def test_kubectl_debug_is_judged_by_the_rules_that_read_ephemeral_containers():
+    judged = set()
+    for rule in ENFORCED:
+        policy = _policy(rule.id)
+        rules = policy["spec"]["matchConstraints"]["resourceRules"]
+        if any("pods/ephemeralcontainers" in r["resources"] for r in rules):
+            assert [r["operations"] for r in rules if "pods/ephemeralcontainers" in r["resources"]] == [["UPDATE"]]
+            assert "spec.ephemeralContainers" in policy["spec"]["validations"][0]["expression"]
+            judged.add(rule.id)
+    # Image and GPU visibility; the resource rules leave them out (ephemeral containers have none).
+    assert judged == {"COL009", "COL070"}
+
+
+def test_an_update_that_leaves_what_a_rule_reads_unchanged_is_admitted():
+    """A controller's write to an object that predates a rule (a ReplicaSet scaled, a finalizer
+    removed, a TFJob paused) is admitted: the expression admits an UPDATE whose pod specs are
+    unchanged, or, for an object rule, whose old object broke the rule too."""
+    for rule in ENFORCED:
+        expression = _policy(rule.id)["spec"]["validations"][0]["expression"]
+        assert expression.startswith("(request.operation == 'UPDATE' && "), rule.id
+        if "object" in rule.admission:
+            assert "oldObject" in expression or "namespaceObject" in rule.admission["object"], rule.id
+        else:
+            assert "dyn(oldObject).spec" in expression, rule.id
+
+
+def test_validation_actions_stage_a_rollout_and_default_to_deny(tmp_path):
+    cfg = config.load()
+    assert cfg.admission_actions == ("Deny",)
+    rollout = dataclasses.replace(cfg, admission_actions=("Warn", "Audit"))
+    files = app.render_files(app.build(rollout))
+    bindings = [yaml_load(text) for name, text in files.items() if "validatingadmissionpolicybinding" in name]
+    assert bindings and all(b["spec"]["validationActions"] == ["Warn", "Audit"] for b in bindings)
+    data = yaml_load((ROOT / "colocate.yaml").read_text())
+    for value, code in ((["Warn", "Audit"], 0), (["Audit"], 2), ("Deny", 2)):
+        data["admission"] = {"policies": True, "validationActions": value}
+        path = tmp_path / "colocate.yaml"
+        path.write_text(yaml.safe_dump(data))
+        proc = colocate("--config", str(path), "synth", "--outdir", str(tmp_path / "out"))
+        assert proc.returncode == code, proc.stderr
+        if code:
+            assert "admission.validationActions" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

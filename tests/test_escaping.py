@@ -94,8 +94,9 @@ def test_offline_escapes_tfjob_names_from_the_apijson_server(tmp_path):
     with json_server(answer) as url:
         kubeconfig = kubeconfig_for(url, tmp_path)
         proc = colocate("offline", "pause", "--dry-run", "--namespace", "training", "--kubeconfig", str(kubeconfig))
-    assert proc.returncode == 0, proc.stderr
-    _clean(proc.stdout)
+    # No TFJob has that name (it is no object name): refused before any patch, and named escaped.
+    assert proc.returncode == 2 and "is not an object name" in proc.stderr, proc.stderr
+    _clean(proc.stderr)
 
 
 @pytest.mark.parametrize("module", ["colocate.checker.formats", "colocate.review.formats", "colocate.report.formats",

@@ -291,8 +291,9 @@ def test_an_index_written_before_it_listed_extra_files_keeps_only_containerds_fi
     for entry in index["folders"].values():
         entry.pop("files", None)
     (out / "index.yaml").write_text(yaml.safe_dump(index, sort_keys=False))
-    # Synth of that age wrote no udev rule: one there now is not its own.
-    udev = sorted(p.relative_to(out).as_posix() for p in out.glob("nodes/*/udev/*"))
+    # Synth of that age wrote no udev rule nor toolkit settings: one there now is not its own.
+    udev = sorted(p.relative_to(out).as_posix() for p in [*out.glob("nodes/*/udev/*"),
+                                                          *out.glob("nodes/*/nvidia-container-runtime/*")])
     assert udev and render.foreign_files(out) == udev
     for rule in udev:
         (out / rule).unlink()

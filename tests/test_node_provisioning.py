@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import re
+import tomllib
 
 import pytest
 
 from colocate import ROOT
-from colocate.constructs.node_pool import GPU_UDEV_RULE_FILE
+from colocate.constructs.node_pool import GPU_TOOLKIT_FILE, GPU_UDEV_RULE_FILE
 from colocate.model.pools import KUBELET_PATCH_FILE, PATCHES_DIR, UPGRADE_COMMAND
 from tests.helpers import yaml_load
 
@@ -72,3 +73,21 @@ def test_gpu_pools_and_only_they_carry_the_dev_char_udev_rule(pool):
                         'RUN+="/usr/bin/nvidia-ctk system create-dev-char-symlinks --create-all"')
         docs = (ROOT / "docs" / "node-pools.md").read_text()
         assert f"install -m 0644 {GPU_UDEV_RULE_FILE} /lib/udev/rules.d/" in docs
+
+
+@pytest.mark.parametrize("pool", sorted(p.name for p in NODES.iterdir()))
+def test_gpu_nodes_take_gpus_from_the_device_plugins_volume_mounts_never_from_a_pods_env(pool):
+    """Defence in depth behind COL070 (docs/gpus.md): the toolkit ignores NVIDIA_VISIBLE_DEVICES in
+    unprivileged containers and reads the device plugin's volume mounts, which the plugin writes."""
+    description = yaml_load((NODES / pool / f"nodepool.{pool}.yaml").read_text())
+    has_gpus = bool(description["spec"]["capacity"].get("nvidia.com/gpu"))
+    settings = NODES / pool / GPU_TOOLKIT_FILE
+    assert settings.is_file() == has_gpus
+    if has_gpus:
+        assert tomllib.loads(settings.read_text()) == {
+            "accept-nvidia-visible-devices-envvar-when-unprivileged": False,
+            "accept-nvidia-visible-devices-as-volume-mounts": True}
+        assert f"{GPU_TOOLKIT_FILE}" in (ROOT / "docs" / "node-pools.md").read_text()
+        plugin = yaml_load((ROOT / "dist/apps/nvidia-device-plugin/daemonset.kube-system.nvidia-device-plugin.yaml").read_text())
+        env = {e["name"]: e.get("value") for c in plugin["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])}
+        assert env["DEVICE_LIST_STRATEGY"] == "volume-mounts"

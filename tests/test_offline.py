@@ -2,8 +2,13 @@
 its errors. Against a live training-operator in the simulated cluster."""
 from __future__ import annotations
 
+import contextlib
 import copy
+import http.server
+import threading
+import time
 
+import pytest
 
 from colocate import ROOT
 from colocate.incluster import offline
@@ -118,3 +123,78 @@ def test_namespace_and_cluster_queue_together_are_refused(tmp_path):
                     "--kubeconfig", str(tmp_path / "none"))
     assert proc.returncode == 2, proc.stderr
     assert "--cluster-queue" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("item,said", [
+    ("a string", "not a TFJob"),
+    ({"kind": "Pod", "metadata": {"name": "web"}}, "is a Pod, not a TFJob"),
+    ({"metadata": {"name": "../../namespaces/online/tfjobs/x"}}, "is not an object name"),
+    ({"metadata": {"name": "\x1b[2J::error::boom\nx"}}, "is not an object name"),
+    ({"metadata": {"name": 7}}, "is not an object name"),
+    ({"metadata": ["name"]}, "metadata is a list"),
+    ({"metadata": {"name": "job", "annotations": "paused"}}, "metadata.annotations is a str"),
+    ({"metadata": {"name": "job"}, "spec": {"runPolicy": True}}, "spec.runPolicy is a bool"),
+    ({"metadata": {"name": "job"}, "status": {"conditions": ["Running"]}}, "not a condition"),
+], ids=["string", "pod", "path", "escapes", "number", "metadata-list", "annotations", "run-policy", "conditions"])
+@pytest.mark.parametrize("action", ["pause", "resume"])
+def test_an_item_that_is_not_a_tfjob_is_exit_2_before_any_patch(tmp_path, item, said, action):
+    """The list is checked whole before the first patch: a hostile or broken API server gets exit 2
+    naming the problem, its text escaped, never a traceback, a request to another path or a patch."""
+    seen = []
+    answer = {"apiVersion": "kubeflow.org/v1", "kind": "TFJobList", "items": [_job("running", "Created"), item]}
+    with json_server(lambda path, query: seen.append(path) or answer) as url:
+        proc = colocate("offline", action, "--namespace", "training", "--kubeconfig", str(kubeconfig_for(url, tmp_path)))
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and "\x1b" not in proc.stderr and "\n::error::" not in proc.stderr
+    assert seen == ["/apis/kubeflow.org/v1/namespaces/training/tfjobs"]  # one GET: no PATCH was tried
+
+
+def test_a_queue_that_is_not_a_cluster_queue_is_exit_2(tmp_path):
+    answer = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "training",
+                                                                                          "annotations": ["x"]}}
+    with json_server(lambda path, query: answer) as url:
+        proc = colocate("offline", "resume", "--cluster-queue", "training", "--kubeconfig", str(kubeconfig_for(url, tmp_path)))
+    assert proc.returncode == 2 and "metadata.annotations is a list" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@contextlib.contextmanager
+def _silent_server():
+    """An API server that accepts the connection and never answers."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            time.sleep(20)
+
+        do_PATCH = do_POST = do_DELETE = do_GET
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def test_every_request_has_a_timeout(tmp_path, monkeypatch):
+    """A call the API server never answers ends in a clear error after REQUEST_TIMEOUT, not never:
+    the pause CronJob would otherwise hang past the day peak with training still running."""
+    from colocate.errors import ColocateError
+    from colocate.incluster import kube
+
+    monkeypatch.setattr(kube, "REQUEST_TIMEOUT", 1)
+    with _silent_server() as url:
+        api = kube.api_client(str(kubeconfig_for(url, tmp_path)))
+        jobs, queues = kube.TFJobs(api), kube.ClusterQueues(api)
+        calls = [lambda: jobs.list("training"), lambda: jobs.pods("training", "job"), lambda: jobs.get("training", "job"),
+                 lambda: jobs.merge_patch("training", "job", {}), lambda: jobs.create("training", {"metadata": {"name": "job"}}),
+                 lambda: jobs.delete("training", "job", "uid"), lambda: queues.get("training"),
+                 lambda: queues.merge_patch("training", {})]
+        for call in calls:
+            started = time.monotonic()
+            with pytest.raises(ColocateError, match="did not answer"):
+                call()
+            assert time.monotonic() - started < 10

@@ -58,6 +58,7 @@ LOCAL_CHECKS = frozenset({
     "security.secret_in_manifests", "security.rbac_wildcards", "nodes.static_cpu_reserved",
     "nodes.kubelet_node_labels", "nodes.eviction_defaults", "api.object_names", "api.cronjob_schedule",
     "api.replica_range", "training.tfjob_service_names", "training.ungoverned_training_kind",
+    "gpus.gpu_less_containers_hide_gpus", "platform.online_priority_reserved",
 })
 
 

@@ -107,32 +107,40 @@ class TFJobs:
     def _call(self, what: str, fn, *args, **kwargs) -> Any:
         return _call(what, fn, TFJOB_GROUP, TFJOB_VERSION, *args, **kwargs)
 
-    def list(self, namespace: str) -> list[dict[str, Any]]:
-        answer = self._call(f"list tfjobs in {namespace}", self.api.list_namespaced_custom_object, namespace, TFJOB_PLURAL)
+    def list(self, namespace: str) -> list[Any]:
+        """The items as the API server sent them: the caller checks each one's shape
+        (offline.check_shape), so a malformed item is refused, never silently dropped."""
+        answer = self._call(f"list tfjobs in {namespace}", self.api.list_namespaced_custom_object, namespace, TFJOB_PLURAL,
+                            _request_timeout=REQUEST_TIMEOUT)
         items = answer.get("items") if isinstance(answer, dict) else None
         if not isinstance(items, list):
             raise ColocateError(f"list tfjobs in {namespace}: the API server did not return a list of items")
-        return [i for i in items if isinstance(i, dict)]
+        return items
 
     def pods(self, namespace: str, job: str) -> list[str]:
         """Names of the job's pods that still exist (running, terminating or pending)."""
         answer = self._call(f"list pods of tfjob {namespace}/{job}", lambda *_: self.core.list_namespaced_pod(
-            namespace, label_selector=f"{JOB_NAME_LABEL}={job}"))
-        return sorted(p.metadata.name for p in answer.items)
+            namespace, label_selector=f"{JOB_NAME_LABEL}={job}", _request_timeout=REQUEST_TIMEOUT))
+        items = getattr(answer, "items", None)
+        if not isinstance(items, list):
+            raise ColocateError(f"list pods of tfjob {namespace}/{job}: the API server did not return a list of items")
+        # A pod without a name is none the API server would serve: not counted as one left.
+        return sorted(p.metadata.name for p in items if p.metadata is not None and isinstance(p.metadata.name, str))
 
     def get(self, namespace: str, name: str) -> dict[str, Any]:
         return self._call(f"get tfjob {namespace}/{name}", self.api.get_namespaced_custom_object,
-                          namespace, TFJOB_PLURAL, name)
+                          namespace, TFJOB_PLURAL, name, _request_timeout=REQUEST_TIMEOUT)
 
     def merge_patch(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         # The client picks a JSON merge patch for a dict body on custom objects (kubernetes 28.1.0,
         # custom_objects_api.py patch_namespaced_custom_object: merge-patch+json first in its list).
         return self._call(f"patch tfjob {namespace}/{name}", self.api.patch_namespaced_custom_object,
-                          namespace, TFJOB_PLURAL, name, patch)
+                          namespace, TFJOB_PLURAL, name, patch, _request_timeout=REQUEST_TIMEOUT)
 
     def create(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
         return self._call(f"create tfjob {namespace}/{body['metadata']['name']}",
-                          self.api.create_namespaced_custom_object, namespace, TFJOB_PLURAL, body)
+                          self.api.create_namespaced_custom_object, namespace, TFJOB_PLURAL, body,
+                          _request_timeout=REQUEST_TIMEOUT)
 
     def wait_gone(self, namespace: str, name: str, uid: str, timeout: float, stopped=lambda: False) -> bool:
         """True once incarnation ``uid`` is gone (deleted, or replaced under its name), False at
@@ -172,4 +180,5 @@ class TFJobs:
 
         self._call(f"delete tfjob {namespace}/{name}", self.api.delete_namespaced_custom_object, namespace,
                    TFJOB_PLURAL, name, body=client.V1DeleteOptions(
-                       propagation_policy=propagation, preconditions=client.V1Preconditions(uid=uid)))
+                       propagation_policy=propagation, preconditions=client.V1Preconditions(uid=uid)),
+                   _request_timeout=REQUEST_TIMEOUT)

@@ -15,10 +15,12 @@ resubmitted during the day escapes the pause, and no partial pause. The same ann
 queue pause held, so resume never lifts a hold someone set on purpose."""
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
+from colocate.base.text import escape
 from colocate.errors import ColocateError
 from colocate.model.names import PAUSED_BY_ANNOTATION
 
@@ -34,6 +36,39 @@ class Change:
     name: str
     action: str  # "pause" | "resume"
     reason: str
+
+
+#: An object name the API server serves (a DNS-1123 subdomain, kubernetes v1.28.15
+#: staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go IsDNS1123Subdomain).
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+#: Where each field the plan reads sits, and the type it must have when present.
+_SHAPE = (("metadata", dict), ("metadata.annotations", dict), ("spec", dict), ("spec.runPolicy", dict),
+          ("status", dict), ("status.conditions", list))
+
+
+def _field(obj: dict[str, Any], path: str) -> Any:
+    for key in path.split("."):
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def check_shape(item: Any, what: str, kind: str) -> None:
+    """Refuse (exit 2, before any patch) an API server item that is not the object asked for: a
+    name that is no object name, a field the plan reads of the wrong type. The item's name is
+    escaped in the message (the CLI escapes the error line as a whole too)."""
+    if not isinstance(item, dict):
+        raise ColocateError(f"{what}: an item is a {type(item).__name__}, not a {kind}")
+    if item.get("kind") not in (None, kind):
+        raise ColocateError(f"{what}: an item is a {escape(str(item.get('kind')))[:80]}, not a {kind}")
+    for path, kind_of in _SHAPE:
+        value = _field(item, path)
+        if value is not None and not isinstance(value, kind_of):
+            raise ColocateError(f"{what}: an item's {path} is a {type(value).__name__}, not a {kind_of.__name__}")
+    name = _field(item, "metadata.name")
+    if not isinstance(name, str) or len(name) > 253 or not _NAME.fullmatch(name):
+        raise ColocateError(f"{what}: an item's metadata.name {escape(repr(name))[:80]} is not an object name")
+    if not all(isinstance(c, dict) for c in _field(item, "status.conditions") or []):
+        raise ColocateError(f"{what}: {kind} {name}'s status.conditions holds a value that is not a condition")
 
 
 def _true(job: dict[str, Any], condition: str) -> bool:
@@ -74,7 +109,10 @@ def run(jobs: "TFJobs", namespace: str, action: str, dry_run: bool = False, wait
     still terminating (Running, with a deletionTimestamp) as a failed replica (pkg/core/status.go
     UpdateJobReplicaStatuses), so un-suspending before the old pods left would fail the job.
     A job whose pods are still there after ``wait_seconds`` stays paused and is an error."""
-    changes = plan(jobs.list(namespace), action)
+    listed = jobs.list(namespace)
+    for item in listed:
+        check_shape(item, f"list tfjobs in {namespace}", "TFJob")
+    changes = plan(listed, action)
     if dry_run:
         return changes
     waiting = [c for c in changes if c.action == "resume"]
@@ -124,7 +162,9 @@ def hold_patch(change: Change) -> dict[str, Any]:
 
 def hold(queues: "ClusterQueues", name: str, action: str, dry_run: bool = False) -> list[Change]:
     """Plan ``action`` on the live ClusterQueue ``name`` and send its patch (unless ``dry_run``)."""
-    change = plan_hold(queues.get(name), action)
+    queue = queues.get(name)
+    check_shape(queue, f"get clusterqueue {name}", "ClusterQueue")
+    change = plan_hold(queue, action)
     if change is None:
         return []
     if not dry_run:

@@ -29,11 +29,12 @@ GPU = "nvidia.com/gpu"
 #: NVIDIA_VISIBLE_DEVICES=all (CUDA images do) and the node's default runtime is nvidia: the
 #: device plugin's default ``envvar`` strategy only overwrites the variable for containers it
 #: allocates GPUs to (k8s-device-plugin v0.14.5 README, "if you don't request GPUs ...").
-#: ``void`` (or empty) makes the runtime behave as runc, ``none`` mounts the driver but no device
-#: (nvidia-container-toolkit v1.14.6 internal/config/image/devices.go NewVisibleDevices).
+#: ``void`` makes the runtime behave as runc, ``none`` mounts the driver but no device
+#: (nvidia-container-toolkit v1.14.6 internal/config/image/devices.go NewVisibleDevices); the only
+#: two values a pod may give it (COL070: an empty value is the toolkit's to read, not ours).
 VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
 NO_GPU_VISIBLE = "void"
-NO_GPU_VALUES = frozenset({"void", "none", ""})
+NO_GPU_VALUES = ("void", "none")
 #: Common ``app.kubernetes.io`` labels.
 NAME_LABEL = "app.kubernetes.io/name"
 PART_OF_LABEL = "app.kubernetes.io/part-of"

@@ -78,12 +78,16 @@ def measure(policies: Iterable[dict], objects: Iterable[dict], namespaces: dict[
     return json.loads(done.stdout)
 
 
+#: What every CPU-only container on a GPU pool sets (rule COL070).
+VOID = {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}
+
+
 def large_tfjob(replica_types: int = 6, containers: int = 10) -> dict:
     """A TFJob far larger than any job file: ``replica_types`` replica types of ``containers``
     containers (plus as many init containers), each with requests, limits, env and tolerations."""
     def container(i: int) -> dict:
         return {"name": "tensorflow" if i == 0 else f"sidecar-{i}", "image": f"harbor.example.com/ml/tf:{i}.0.0",
-                "env": [{"name": f"VAR_{j}", "value": "x"} for j in range(20)],
+                "env": [{"name": f"VAR_{j}", "value": "x"} for j in range(19)] + [VOID],
                 "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}}}
     roles = ["Chief", "Worker", "Evaluator", "PS"][:replica_types] + \
         [f"Role{i}" for i in range(max(0, replica_types - 4))]
@@ -100,7 +104,7 @@ def large_tfjob(replica_types: int = 6, containers: int = 10) -> dict:
 def large_deployment(namespace: str, containers: int = 60) -> dict:
     """A Deployment with ``containers`` containers and as many init containers."""
     def container(i: int) -> dict:
-        return {"name": f"c-{i}", "image": f"harbor.example.com/ml/server:{i}.0.0",
+        return {"name": f"c-{i}", "image": f"harbor.example.com/ml/server:{i}.0.0", "env": [VOID],
                 "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "large", "namespace": namespace},
             "spec": {"selector": {"matchLabels": {"app": "large"}}, "template": {
@@ -112,9 +116,10 @@ def large_deployment(namespace: str, containers: int = 60) -> dict:
 
 
 def _broken(obj: dict) -> dict:
-    """``obj`` with every container's image from an unmirrored registry and no limits, every pod
-    spec at the online priority, tolerating everything, with a long grace period."""
-    text = json.dumps(obj).replace("harbor.example.com/", "ghcr.io/").replace('"offline-batch"', '"online-high"')
+    """``obj`` with every container's image from an unmirrored registry, every GPU visible and no
+    limits, every pod spec at the online priority, tolerating everything, with a long grace period."""
+    text = (json.dumps(obj).replace("harbor.example.com/", "ghcr.io/").replace('"offline-batch"', '"online-high"')
+            .replace('"value": "void"', '"value": "all"'))
     out = json.loads(text.replace('"limits": {"cpu": "2", "memory": "4Gi"}', '"limits": {}')
                      .replace('"limits": {"cpu": "1", "memory": "1Gi"}', '"limits": {}'))
     out["metadata"]["name"] = "large-broken"

@@ -13,7 +13,10 @@ STATEFUL_KINDS = ("Namespace", "PersistentVolumeClaim", "CustomResourceDefinitio
 #: Kinds whose deletion fails open or stops admission: without its PriorityClass every new pod
 #: naming it is refused; without a quota, LimitRange or NetworkPolicy the namespace loses its
 #: limits, defaults or isolation (docs/gitops.md, "Deletion protection").
-GUARD_KINDS = ("PriorityClass", "ResourceQuota", "LimitRange", "NetworkPolicy")
+#: Kinds whose loss fails open or refuses pods: the tier classes, the namespaces' limits and
+#: isolation, and the admission policies with their bindings (without them admission is off).
+GUARD_KINDS = ("PriorityClass", "ResourceQuota", "LimitRange", "NetworkPolicy",
+               "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 
 
 def deletion_protection(index: Index, rule: Rule) -> Iterator[Violation]:
@@ -34,7 +37,8 @@ def deletion_protection(index: Index, rule: Rule) -> Iterator[Violation]:
 
 @reads(*GUARD_KINDS)
 def guard_protection(index: Index, rule: Rule) -> Iterator[Violation]:
-    """PriorityClasses, ResourceQuotas, LimitRanges and NetworkPolicies without Delete=false."""
+    """PriorityClasses, ResourceQuotas, LimitRanges, NetworkPolicies and admission policies and
+    bindings without Delete=false."""
     for doc in index.api_objects():
         if doc.kind in GUARD_KINDS and KEEP_ON_DELETE not in sync_options(doc.metadata):
             yield Violation(doc, f"metadata.annotations[{SYNC_OPTIONS}]", f"missing {KEEP_ON_DELETE}")

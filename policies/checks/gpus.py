@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from colocate.checker import Index, Rule, Violation, reads
-from colocate.model.pods import containers
+from colocate.model.pods import ALL, containers
 from colocate.model.names import GPU, NO_GPU_VALUES, VISIBLE_DEVICES_ENV
 
 #: The workload tiers whose pods we judge: platform add-ons (device plugin, DCGM exporter) read
@@ -24,40 +24,38 @@ def _requests_gpu(container: dict[str, Any]) -> bool:
     return any(gpu_quantity(container, kind) is not None for kind in ("limits", "requests"))
 
 
-def _visible_devices(container: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
-    """(index, entry) of the container's NVIDIA_VISIBLE_DEVICES, the last one winning as in the
-    kubelet; None when the container does not set it."""
-    found = None
-    for i, entry in enumerate(container.get("env") or []):
-        if isinstance(entry, dict) and entry.get("name") == VISIBLE_DEVICES_ENV:
-            found = (i, entry)
-    return found
+def _visible_devices(container: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """(index, entry) of each NVIDIA_VISIBLE_DEVICES entry of the container's env."""
+    return [(i, entry) for i, entry in enumerate(container.get("env") or [])
+            if isinstance(entry, dict) and entry.get("name") == VISIBLE_DEVICES_ENV]
 
 
 @reads(pods=True)
 def gpu_less_containers_hide_gpus(index: Index, rule: Rule) -> Iterator[Violation]:
-    """A container without a GPU request, in a pod a GPU pool admits, sets NVIDIA_VISIBLE_DEVICES
-    to void (or none): its image's own value (all, in CUDA images) would expose every GPU."""
+    """Every container of a pod a GPU pool admits leaves GPU visibility to the device plugin: one
+    without a GPU request sets NVIDIA_VISIBLE_DEVICES to void (or none), its image's own value (all,
+    in CUDA images) would expose every GPU; none sets it to anything else, nor from valueFrom,
+    because the kubelet appends the pod's env after the plugin's and the last value wins."""
     gpu_pools = [p for p in index.ctx.pools if p.allocatable.gpus]
     for tier in _TIERS:
         for pod in index.pods(tier):
             pools = [p.name for p in gpu_pools if p.admits(pod.spec)]
             if not pools:
                 continue
-            for path, container in containers(pod):
-                if _requests_gpu(container):
-                    continue
-                found = _visible_devices(container)
-                if found is None:
-                    yield Violation(pod.doc, f"{path}.env", f"container {container.get('name')!r} requests no "
-                                    f"{GPU} but may run on GPU pool {', '.join(pools)} without {VISIBLE_DEVICES_ENV}")
-                    continue
-                i, entry = found
-                # A value from a ConfigMap or the downward API is the user's to know.
-                if "valueFrom" not in entry and (entry.get("value") or "") not in NO_GPU_VALUES:
-                    yield Violation(pod.doc, f"{path}.env[{i}].value", f"{VISIBLE_DEVICES_ENV}="
-                                    f"{entry.get('value')!r} on container {container.get('name')!r}, which requests "
-                                    f"no {GPU}")
+            for path, container in containers(pod, ALL):
+                name, entries = container.get("name"), _visible_devices(container)
+                for i, entry in entries:
+                    if "valueFrom" in entry:
+                        yield Violation(pod.doc, f"{path}.env[{i}].valueFrom", f"{VISIBLE_DEVICES_ENV} of container "
+                                        f"{name!r} comes from valueFrom, which no review can read")
+                    elif entry.get("value") not in NO_GPU_VALUES:
+                        yield Violation(pod.doc, f"{path}.env[{i}].value", f"{VISIBLE_DEVICES_ENV}="
+                                        f"{entry.get('value')!r} on container {name!r}, which "
+                                        + ("overrides the GPUs the device plugin gave it" if _requests_gpu(container)
+                                           else f"requests no {GPU}"))
+                if not entries and not _requests_gpu(container):
+                    yield Violation(pod.doc, f"{path}.env", f"container {name!r} requests no {GPU} but may run "
+                                    f"on GPU pool {', '.join(pools)} without {VISIBLE_DEVICES_ENV}")
 
 
 #: The device plugin's chart and image (NVIDIA/k8s-device-plugin v0.14.5).

@@ -13,7 +13,7 @@ from colocate.checker import Index, Rule, Violation, reads
 from colocate.model.scheduling import ImageRef, reference_error
 from colocate.model.names import BUILTIN_PRIORITY_CLASSES, KUBEFLOW_REPLICA_SPECS, MAX_USER_PRIORITY, MIN_GAP_FACTOR, TIER_LABEL
 from colocate.model.tiers import ROLE_RANK, TierClass, inversions
-from colocate.model.pods import containers
+from colocate.model.pods import ALL, containers
 
 
 def _tier_role(index: Index, doc) -> str:
@@ -164,6 +164,17 @@ def pod_priority(index: Index, rule: Rule) -> Iterator[Violation]:
 
 
 @reads(pods=True)
+def online_priority_reserved(index: Index, rule: Rule) -> Iterator[Violation]:
+    """Only pods of an online namespace run at the online tier's class; an offline namespace's
+    pods are COL004's (one finding per fault)."""
+    online = index.ctx.cluster.tier("online").name
+    for pod in index.pods():
+        if pod.spec.get("priorityClassName") == online and index.ctx.scope_of(pod) == "other":
+            yield Violation(pod.doc, f"{pod.path}.priorityClassName",
+                            f"{online} in namespace {pod.doc.namespace!r}, which is not an online namespace")
+
+
+@reads(pods=True)
 def platform_requests(index: Index, rule: Rule) -> Iterator[Violation]:
     """Every running container of a platform pod (not in an online or offline namespace, not the
     training-image pre-pull's) requests CPU and memory, or sets limits the API server copies
@@ -189,7 +200,7 @@ def image_from_mirror(index: Index, rule: Rule) -> Iterator[Violation]:
     if not ctx.registry_host:
         return
     for pod in index.pods():
-        for path, container in containers(pod):
+        for path, container in containers(pod, ALL):
             image = container.get("image")
             if not isinstance(image, str) or not image:
                 continue
@@ -201,7 +212,7 @@ def image_from_mirror(index: Index, rule: Rule) -> Iterator[Violation]:
 def image_reference(index: Index, rule: Rule) -> Iterator[Violation]:
     """Every container image is a reference the kubelet can parse (model/scheduling.py's grammar)."""
     for pod in index.pods():
-        for path, container in containers(pod):
+        for path, container in containers(pod, ALL):
             image = container.get("image")
             if isinstance(image, str) and image:
                 why = reference_error(image)

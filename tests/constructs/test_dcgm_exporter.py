@@ -6,7 +6,9 @@ import pytest
 from colocate.constructs.dcgm_exporter import (
     BASE_FIELDS, CSV_KEY, DcgmExporter, DcgmExporterProps, GpuPool, csv_fields, render_csv)
 from colocate.model.pools import Taint
+from colocate import ROOT
 from colocate.errors import PropError
+from tests.helpers import yaml_load
 
 ONLINE_TAINT = Taint("online", "true", "NoSchedule")
 
@@ -63,10 +65,14 @@ def test_runs_on_every_gpu_pool_including_the_tainted_online_pool():
     assert v["tolerations"] == [ONLINE_TAINT.toleration()]
 
 
-def test_sys_admin_only_when_a_profiling_field_is_collected():
-    assert exporter()[0].values()["securityContext"]["capabilities"] == {"add": []}
-    profiling = exporter(used_fields=("DCGM_FI_PROF_GR_ENGINE_ACTIVE",))[0].values()
-    assert profiling["securityContext"] == {"runAsNonRoot": False, "runAsUser": 0, "capabilities": {"add": ["SYS_ADMIN"]}}
+def test_sys_admin_as_the_chart_ships_it_with_or_without_profiling_fields():
+    # The GPU nodes ignore NVIDIA_VISIBLE_DEVICES in unprivileged containers, and the toolkit counts
+    # CAP_SYS_ADMIN as privileged: without it the exporter would see no GPU (docs/gpus.md).
+    chart = yaml_load((ROOT / "vendor/charts/dcgm-exporter/values.yaml").read_text())["securityContext"]
+    for used in ((), ("DCGM_FI_PROF_GR_ENGINE_ACTIVE",)):
+        context = exporter(used_fields=used)[0].values()["securityContext"]
+        assert context == {"runAsNonRoot": False, "runAsUser": 0, "capabilities": {"add": ["SYS_ADMIN"]}}
+        assert context["capabilities"] == chart["capabilities"]
 
 
 def test_service_monitor_honours_the_exporters_pod_labels_and_carries_the_release_label():

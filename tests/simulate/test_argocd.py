@@ -25,7 +25,8 @@ CLAIMS = ("recsys-train-checkpoints", "tf-mnist-dist-checkpoints", "tf-ps-mode-c
 UNGUARDED = "networkpolicy.online.default-deny"
 #: The one claim whose Delete=false the drill's copy takes off.
 UNGUARDED_CLAIM = "persistentvolumeclaim.training.tf-ps-mode-checkpoints"
-GUARDS = ("PriorityClass", "ResourceQuota", "LimitRange", "NetworkPolicy")
+GUARDS = ("PriorityClass", "ResourceQuota", "LimitRange", "NetworkPolicy",
+          "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +76,8 @@ def test_delete_drill_lists_the_namespaces_and_claims_deleting_colocate_platform
 
 def test_delete_drill_keeps_priority_classes_quotas_limit_ranges_and_network_policies(platform_drill):
     """Guards carry Delete=false: deleting colocate-platform leaves every PriorityClass (else each new
-    pod naming one is refused), quota, LimitRange and NetworkPolicy of a namespace that stays."""
+    pod naming one is refused), quota, LimitRange and NetworkPolicy of a namespace that stays, and
+    every admission policy and binding (else admission is off)."""
     gone = platform_drill["drills"]["colocate-platform"]
     # The one whose Delete=false was taken off goes: the drill sees a guard's deletion.
     assert "NetworkPolicy/online/default-deny" in gone, gone
