@@ -1,5 +1,5 @@
-"""Nothing in a working tree, nor anyone else, decides what colocate's caches hold (issue 39 item 2;
-docs/check-cache.md "Trust"): the compiled rules and the verdict cache live in the user's cache
+"""Nothing in a working tree, nor anyone else, decides what colocate's caches hold
+(docs/check-cache.md "Trust"): the compiled rules and the verdict cache live in the user's cache
 folder, keyed and sealed with the user's key; links, FIFOs, oversized entries, other users' files
 and folders others can write are ignored (said on stderr) and rebuilt."""
 from __future__ import annotations
@@ -49,7 +49,7 @@ def test_compiled_data_and_the_verdict_cache_live_in_the_users_cache_folder(own_
 
 
 def test_a_compiled_rule_set_committed_in_a_checkout_replaces_no_rule(tmp_path, own_cache):
-    """R3-H2: a `.cache/compiled/rules-<hash>.json` whose name and checksum anyone can compute
+    """A `.cache/compiled/rules-<hash>.json` whose name and checksum anyone can compute
     from the repository, with COL107 made to pass everything, is not what runs, --no-cache or not."""
     clone = repo_copy(tmp_path / "clone", with_dist=False)
     files = sorted((clone / rule_files.RULES_DIR.relative_to(ROOT)).glob("*.yaml"))
@@ -131,7 +131,7 @@ def _filled_cache(tmp_path: Path) -> tuple[Path, Path]:
 
 @pytest.mark.parametrize("kind", ["symlink to /dev/zero", "fifo", "sparse file over the cap"])
 def test_an_entry_that_is_a_link_a_fifo_or_too_large_is_ignored_and_rebuilt(tmp_path, own_cache, kind):
-    """R3-M8: each was exit 3 with gigabytes of memory, or a hang."""
+    """Each was exit 3 with gigabytes of memory, or a hang."""
     cache, tree = _filled_cache(tmp_path)
     rules = next(compiled.folder().glob("rules-*.json"))
     for entry in (tree, rules):
@@ -154,7 +154,7 @@ def test_an_entry_that_is_a_link_a_fifo_or_too_large_is_ignored_and_rebuilt(tmp_
 
 def _forge_zero_rules(tree: Path) -> None:
     """The tree entry rewritten to say "nothing found, with 0 rules", sealed with the user's own
-    key: what a tool running as the user could do (R3-M9's forge_tree.py)."""
+    key: what a tool running as the user could do."""
     data = tree.read_bytes()
     body = compiled.unseal(verdict_cache.MAGIC, data, verdict_cache._DIGEST)
     kind, key, value = json.loads(body)
@@ -214,7 +214,7 @@ def test_a_secret_others_can_read_is_replaced(tmp_path, own_cache):
 
 
 def test_an_edit_that_keeps_size_and_mtime_changes_the_installations_digest(tmp_path, own_cache):
-    """R3-H7: colocate's own files are known by their bytes, kept by a stat signature that holds
+    """colocate's own files are known by their bytes, kept by a stat signature that holds
     the change time (which os.utime cannot set back); a file changed within the racy margin is
     not remembered by its stat at all."""
     package = tmp_path / "package"
@@ -240,7 +240,7 @@ def test_the_environment_holds_jsonschemas_and_pyyamls_versions():
 
 
 def test_a_cache_option_naming_a_folder_that_holds_other_things_is_refused(tmp_path):
-    """L2: `--cache /` or `--cache ~` wrote `v3/` there."""
+    """`--cache /` or `--cache ~` wrote `v3/` there."""
     home = tmp_path / "home"
     home.mkdir()
     (home / ".bashrc").write_text("")

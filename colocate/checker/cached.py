@@ -6,7 +6,7 @@ import gc
 import hashlib
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -239,7 +239,11 @@ def _same_rules(kept: list[Rule], loaded: tuple[Rule, ...]) -> bool:
     """Whether a kept result's rules are the rules this installation loads (their message and fix
     are filled from the configuration)."""
     return len(kept) == len(loaded) and all(
-        replace(k, message="", fix="") == replace(r, message="", fix="") for k, r in zip(kept, loaded))
+        getattr(k, name) == getattr(r, name) for k, r in zip(kept, loaded) for name in _COMPARED)
+
+
+#: What filling a rule's placeholders leaves as it is.
+_COMPARED = tuple(f.name for f in fields(Rule) if f.name not in ("message", "fix"))
 
 
 def _cached_rules(store: Any, env: str) -> tuple[Rule, ...]:

@@ -1,6 +1,6 @@
-"""Issue 39 item 16, the Low items of round three: numbers only YAML 1.1 reads as such in job
-files, a local file named like a shipped scenario, diff naming its temporary folder, and the
-kubeadm phases the docs tell an operator to run."""
+"""Edges of what colocate reads and says: numbers only YAML 1.1 reads as such in job files, a
+local file named like a shipped scenario, diff naming its temporary folder, and the kubeadm
+phases the docs tell an operator to run."""
 from __future__ import annotations
 
 import re
@@ -27,7 +27,7 @@ def _synth(tmp_path: Path, job: str) -> subprocess.CompletedProcess:
                                               ("1:00", "base 60", "60"), ("1_0", "a number with '_'", "10"),
                                               ("0b10", "binary", "2")])
 def test_a_number_only_yaml_1_1_reads_as_such_is_refused_in_a_job_file(tmp_path, text, kind, read):
-    """L4: `replicas: 010` asked for 8 Workers, silently."""
+    """`replicas: 010` asked for 8 Workers, silently."""
     proc = _synth(tmp_path, "name: x\nimage: harbor.example.com/ml/x:1\nroles:\n"
                             f"  Worker:\n    replicas: {text}\n    cpu: 1\n    memory: 1Gi\n")
     assert proc.returncode == 2, proc.stdout + proc.stderr
@@ -45,7 +45,7 @@ def test_decimal_numbers_quoted_strings_and_quantities_are_read_as_written(tmp_p
 
 
 def test_a_local_file_or_folder_named_like_a_shipped_scenario_does_not_replace_it(tmp_path, monkeypatch, capsys):
-    """L7: `--scenario peak` read ./peak, and a folder ./night broke the default `colocate simulate`."""
+    """`--scenario peak` read ./peak, and a folder ./night broke the default `colocate simulate`."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "night").mkdir()
     (tmp_path / "peak").write_text("name: mine\ndescription: a local file\n")
@@ -58,7 +58,7 @@ def test_a_local_file_or_folder_named_like_a_shipped_scenario_does_not_replace_i
 
 
 def test_diff_of_the_repository_root_names_files_as_in_the_repository(tmp_path):
-    """L9: `diff --dist .` said `HEAD~1: colocate-diff-4zleyvut/.pre-commit-config.yaml:3`."""
+    """`diff --dist .` said `HEAD~1: colocate-diff-4zleyvut/.pre-commit-config.yaml:3`."""
     (tmp_path / "broken.yaml").write_text("a: [unclosed\n")
     git(tmp_path, "init", "-q")
     git(tmp_path, "add", "-A")
@@ -78,7 +78,7 @@ UPGRADE_NODE_PHASES = {"preflight", "control-plane", "kubelet-config"}
 
 
 def test_the_docs_name_only_kubeadm_upgrade_node_phases_that_exist_in_1_28():
-    """L-docs: `kubeadm upgrade node phase etcd` does not exist in 1.28."""
+    """`kubeadm upgrade node phase etcd` does not exist in 1.28."""
     named = {}
     for doc in (ROOT / "docs").rglob("*.md"):
         for phase in re.findall(r"kubeadm upgrade node phase ([\w-]+)", doc.read_text()):
