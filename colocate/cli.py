@@ -512,8 +512,9 @@ def parser() -> argparse.ArgumentParser:
                    help="print the seconds each phase and rule took to stderr, slowest first, and what the cache did")
     caching = c.add_mutually_exclusive_group()
     caching.add_argument("--cache", metavar="DIR",
-                   help="folder of the verdict cache, which CI can save and restore (default: "
-                        "$XDG_CACHE_HOME/colocate/check, else ~/.cache/colocate/check; docs/check-cache.md)")
+                   help="folder of the verdict cache, new, empty or holding a CACHEDIR.TAG (default: check/ of "
+                        "$COLOCATE_CACHE_DIR, else $XDG_CACHE_HOME/colocate, else ~/.cache/colocate; "
+                        "docs/check-cache.md)")
     caching.add_argument("--no-cache", action="store_true",
                    help="check everything afresh; read and write no cache")
     c.set_defaults(func=_check)

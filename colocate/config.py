@@ -212,14 +212,51 @@ class _Loader(safe_yaml.SafeLoader):  # type: ignore[misc,valid-type]
 _LOADER = _Loader
 
 
-def load_yaml_file(path: Path, name: str | None = None) -> object:
-    """Parse one YAML document; a syntax error names the file (``name``, default the path) and line."""
+class _NotDecimal(yaml.MarkedYAMLError):
+    """A number YAML 1.1 reads in a way a reader of the file would not: ``010`` is 8."""
+
+
+_DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9]*)?(\.[0-9]*)?([eE][-+]?[0-9]+)?\Z")
+
+
+class _DecimalLoader(_Loader):
+    """:class:`_Loader` that refuses the numbers only YAML 1.1 (PyYAML's, not the YAML 1.2 of most
+    editors and of Kubernetes' Go parser) reads as such: ``010`` (octal, 8), ``0x10`` (16),
+    ``0b10`` (2), ``1:00`` (base 60, 60), ``1_0`` (10). A job file's ``replicas: 010`` must not
+    quietly ask for 8."""
+
+    def _decimal(self, node, construct):
+        value = construct(self, node)
+        text = node.value
+        if not _DECIMAL.match(text) and text.lower().lstrip("+-.") not in ("inf", "nan"):
+            kind = ("base 60" if ":" in text else "hexadecimal" if "x" in text.lower() else "binary"
+                    if "b" in text.lower() else "octal" if text.lstrip("+-").startswith("0") and "_" not in text
+                    else "a number with '_'")
+            raise _NotDecimal(problem=f"{text} is {kind} in YAML 1.1 and reads as {value!r}: write the decimal "
+                                      f"number you mean (without a leading zero, ':' or '_'), or quote a string",
+                              problem_mark=node.start_mark)
+        return value
+
+    def _int(self, node):
+        return self._decimal(node, yaml.SafeLoader.construct_yaml_int)
+
+    def _float(self, node):
+        return self._decimal(node, yaml.SafeLoader.construct_yaml_float)
+
+
+_DecimalLoader.add_constructor("tag:yaml.org,2002:int", _DecimalLoader._int)
+_DecimalLoader.add_constructor("tag:yaml.org,2002:float", _DecimalLoader._float)
+
+
+def load_yaml_file(path: Path, name: str | None = None, decimal: bool = False) -> object:
+    """Parse one YAML document; a syntax error names the file (``name``, default the path) and line.
+    ``decimal``: numbers only YAML 1.1 reads as such (``010`` is 8) are refused (_DecimalLoader)."""
     name = name or str(path)
     try:
         # A FIFO or a device would block the read for ever, or never end.
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise InputError(name, "", "not a regular file")
-        return yaml.load(path.read_text(), Loader=_LOADER)
+        return yaml.load(path.read_text(), Loader=_DecimalLoader if decimal else _LOADER)
     except FileNotFoundError:
         if os.path.islink(path):
             raise InputError(name, "", "broken symbolic link") from None
@@ -233,7 +270,7 @@ def load_yaml_file(path: Path, name: str | None = None) -> object:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f"{mark.line + 1}" if mark else ""
-        if isinstance(exc, _DuplicateKey):
+        if isinstance(exc, (_DuplicateKey, _NotDecimal)):
             raise InputError(name, line, exc.problem) from None
         raise InputError(name, line, f"not valid YAML: {exc.problem}") from None
     except yaml.YAMLError as exc:

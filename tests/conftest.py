@@ -11,12 +11,22 @@ from pathlib import Path
 import pytest
 
 # The suite runs `colocate check` hundreds of times, and an installed wheel once: their verdict,
-# schema and rule caches go to a folder of this run, removed at its end, not to the user's
-# ~/.cache (docs/check-cache.md: the verdict cache never evicts; the suite filled it with
-# gigabytes). Set before any test starts a process, so every subprocess inherits it.
+# schema and rule caches go to a folder of this run (one per xdist worker: each imports this
+# file), removed at its end, not to the user's ~/.cache (docs/check-cache.md: the verdict cache
+# never evicts; the suite filled it with gigabytes). Set before any test starts a process, so
+# every subprocess inherits it; a COLOCATE_CACHE_DIR of the user's would win over XDG_CACHE_HOME.
 SUITE_CACHE = Path(tempfile.mkdtemp(prefix="colocate-suite-cache-"))
 os.environ["XDG_CACHE_HOME"] = str(SUITE_CACHE)
+os.environ.pop("COLOCATE_CACHE_DIR", None)
 atexit.register(shutil.rmtree, SUITE_CACHE, ignore_errors=True)
+
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch) -> Path:
+    """A cache folder of this test only (COLOCATE_CACHE_DIR, inherited by the processes it starts)."""
+    folder = tmp_path / "user-cache"
+    monkeypatch.setenv("COLOCATE_CACHE_DIR", str(folder))
+    return folder
 
 # A test run started in the background (`make test &`, nohup, some CI wrappers) inherits SIGINT
 # ignored; Python then installs no KeyboardInterrupt handler, in this process or in the

@@ -17,10 +17,8 @@ catalog_mod = importlib.import_module("colocate.promql.catalog")
 
 
 @pytest.fixture
-def kept(tmp_path, monkeypatch) -> Path:
-    folder = tmp_path / "compiled"
-    monkeypatch.setattr(compiled, "folder", lambda: folder)
-    return folder
+def kept(own_cache) -> Path:
+    return own_cache / "compiled"
 
 
 def _counting(value):

@@ -2,39 +2,49 @@
 
 Parsing and validating the rule files, and the 390 KB metric catalog, cost a fifth of a second
 of every ``check``; loading their parsed form as JSON costs a few milliseconds. As Python
-keeps bytecode, :func:`load` keeps that form under ``resources.cache_dir()/compiled/``, named by
-the bytes of the source files and of the modules that read them: an edited rule file, or a
-changed reader, gives another name, so a kept form is never stale. An entry carries the digest
-of its body: a truncated or corrupt one is read afresh, never trusted, and a folder that cannot
-be written only costs the parse. The digests of the installation's files the verdict cache's
-keys hold are kept here too (:func:`digest`): they describe the installation, not a checked tree.
+keeps bytecode, :func:`load` keeps that form under ``compiled/`` of the user's cache folder
+(colocate/base/private_cache.py: never in a working tree), named by the user's key, the folder
+the sources are in and the bytes of the source files and of the modules that read them: an edited
+rule file, or a changed reader, gives another name, so a kept form is never stale, and a checkout
+only ever uses a form it parsed itself. An entry carries the keyed digest of its body: a
+truncated, corrupt or forged one is read afresh, never trusted, and a folder that cannot be
+written only costs the parse. The digests of the installation's files the verdict cache's keys
+hold are kept here too (:func:`digest`): they describe the installation, not a checked tree.
 """
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
-import os
-import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
-from colocate.base.data_files import cache_dir
+from colocate.base import private_cache
 
 #: Changes when the entries' layout does.
-FORMAT = b"colocate-compiled 1\n"
+FORMAT = b"colocate-compiled 2\n"
 
 
 def folder() -> Path:
-    return cache_dir() / "compiled"
+    return private_cache.root() / "compiled"
 
 
-def _name(kind: str, sources: Iterable[Path], readers: Iterable[Path]) -> str:
-    h = hashlib.blake2b(FORMAT, digest_size=16)
+def _place(where: str) -> str:
+    """A short name for where a kept value comes from: entries of one kind from two checkouts
+    do not replace each other."""
+    return hashlib.blake2b(where.encode("utf-8", "surrogateescape"), digest_size=6,
+                           key=private_cache.secret()).hexdigest()
+
+
+def _name(kind: str, sources: list[Path], readers: list[Path]) -> tuple[str, str]:
+    """(prefix, name) of the entry of these sources' parsed form."""
+    h = hashlib.blake2b(FORMAT, digest_size=16, key=private_cache.secret())
     for path in (*sources, *readers):
         data = path.read_bytes()
         h.update(f"{path.name}\0{len(data)}\0".encode())
         h.update(data)
-    return f"{kind}-{h.hexdigest()}.json"
+    prefix = f"{kind}-{_place(str(sources[0].resolve().parent) if sources else '')}"
+    return prefix, f"{prefix}-{h.hexdigest()}.json"
 
 
 def load(kind: str, sources: list[Path], readers: list[Path], parse: Callable[[], Any],
@@ -43,26 +53,29 @@ def load(kind: str, sources: list[Path], readers: list[Path], parse: Callable[[]
     accepts; else parsed, and kept. An error of ``parse`` (a malformed file) is raised and nothing
     is kept. A source that cannot be read is left to ``parse`` to report."""
     try:
-        name = _name(kind, sources, readers)
+        prefix, name = _name(kind, sources, readers)
     except OSError:
         return parse()
-    return _kept_or(folder() / name, kind, parse, valid)
+    return _kept_or(folder() / name, prefix, parse, valid)
 
 
-def digest(kind: str, signature: str, compute: Callable[[], str]) -> str:
+def digest(kind: str, place: str, signature: str, compute: Callable[[], str], keep: bool = True) -> str:
     """``compute()``, a digest of files of the installation (colocate's code, the kubeconform
-    binary), kept under their stat ``signature`` (path, size, times, inode), as git's index keeps
-    a file's hash: a changed file has another signature, so the bytes are read again."""
-    name = f"{kind}-{hashlib.blake2b(signature.encode('utf-8', 'surrogateescape'), digest_size=16).hexdigest()}.json"
-    return _kept_or(folder() / name, kind, compute, lambda value: isinstance(value, str))
+    binary) at ``place``, kept under their stat ``signature`` (path, size, modification and change
+    times, inode), as git's index keeps a file's hash: a changed file has another signature, so
+    the bytes are read again. ``keep`` False (a file changed too recently to trust its stat): not
+    kept, and computed again next time."""
+    if not keep:
+        return compute()
+    prefix = f"{kind}-{_place(place)}"
+    name = f"{prefix}-{hashlib.blake2b(signature.encode('utf-8', 'surrogateescape'), digest_size=16).hexdigest()}.json"
+    return _kept_or(folder() / name, prefix, compute, lambda value: isinstance(value, str))
 
 
-def _kept_or(path: Path, kind: str, make: Callable[[], Any], valid: Callable[[Any], bool]) -> Any:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        data = b""
-    body = unseal(FORMAT, data)
+def _kept_or(path: Path, prefix: str, make: Callable[[], Any], valid: Callable[[Any], bool]) -> Any:
+    if private_cache.folder_problem(private_cache.root()):
+        return make()
+    body = unseal(FORMAT, private_cache.read_entry(path) or b"")
     if body is not None:
         try:
             value = json.loads(body)
@@ -71,58 +84,40 @@ def _kept_or(path: Path, kind: str, make: Callable[[], Any], valid: Callable[[An
         except (ValueError, TypeError, KeyError, RecursionError):
             pass
     value = make()
-    _keep(path, kind, value)
+    _keep(path, prefix, value)
     return value
 
 
-def _keep(path: Path, kind: str, value: Any) -> None:
-    """Write the entry and remove the older ones of ``kind``; a failure costs nothing."""
+def _keep(path: Path, prefix: str, value: Any) -> None:
+    """Write the entry and remove the older ones of ``prefix``; a failure costs nothing."""
     try:
         body = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
         if json.loads(body) != value:  # not JSON data (a tuple, a date, a number as a key): kept it would differ
             return
     except (TypeError, ValueError):
         return
-    if write_atomically(path, seal(FORMAT, body)):
-        for old in path.parent.glob(f"{kind}-*.json"):
+    if private_cache.write_entry(path, seal(FORMAT, body), private_cache.root()):
+        for old in path.parent.glob(f"{prefix}-*.json"):
             if old != path:
                 old.unlink(missing_ok=True)
 
 
 def seal(magic: bytes, body: bytes, digest_size: int = 16) -> bytes:
-    """A kept file's bytes: ``magic`` (a line naming the format), the body's BLAKE2b digest on a
-    line of its own, then the body."""
-    return magic + hashlib.blake2b(body, digest_size=digest_size).hexdigest().encode() + b"\n" + body
+    """A kept file's bytes: ``magic`` (a line naming the format), the body's BLAKE2b digest keyed
+    with the user's key (private_cache.secret) on a line of its own, then the body."""
+    return magic + _mac(body, digest_size) + b"\n" + body
+
+
+def _mac(body: bytes, digest_size: int) -> bytes:
+    return hashlib.blake2b(body, digest_size=digest_size, key=private_cache.secret()).hexdigest().encode()
 
 
 def unseal(magic: bytes, data: bytes, digest_size: int = 16) -> bytes | None:
-    """The body :func:`seal` wrote, or None when the format or the digest does not match (a
-    foreign, truncated or damaged file)."""
+    """The body :func:`seal` wrote, or None when the format or the keyed digest does not match (a
+    foreign, truncated, damaged or forged file)."""
     if not data.startswith(magic):
         return None
     digest, newline, body = data[len(magic):].partition(b"\n")
-    if not newline or digest != hashlib.blake2b(body, digest_size=digest_size).hexdigest().encode():
+    if not newline or not hmac.compare_digest(digest, _mac(body, digest_size)):
         return None
     return body
-
-
-def write_atomically(path: Path, data: bytes) -> bool:
-    """Write ``data`` to a temporary file beside ``path`` and rename it into place (os.replace), so
-    that a reader sees the old file or the new one, never part of one. False when it cannot."""
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-        tmp = None
-        return True
-    except (OSError, ValueError):
-        return False
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass

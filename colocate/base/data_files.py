@@ -7,7 +7,6 @@ folder holding a colocate.yaml, from the current directory up, else this checkou
 from __future__ import annotations
 
 import importlib.resources
-import os
 from pathlib import Path
 
 from colocate import ROOT
@@ -53,8 +52,8 @@ def display(path: Path) -> str:
 
 
 def cache_dir() -> Path:
-    """Generated caches: ``.cache/`` in a checkout, else $XDG_CACHE_HOME/colocate (never
-    inside site-packages)."""
-    if (ROOT / "pyproject.toml").is_file():
-        return ROOT / ".cache"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "colocate"
+    """Generated caches: the user's cache folder (colocate/base/private_cache.py), never a working
+    tree nor site-packages."""
+    from colocate.base import private_cache
+
+    return private_cache.root()

@@ -103,10 +103,10 @@ def prepare_core_schemas(
     if not src.is_dir():
         raise FileNotFoundError(f"kubernetes-validate has no schemas for {sub} ({src})")
     files = sorted(src.glob("*.json"))
-    digest = hashlib.sha256(b"self-contained kinds\n")  # the copy's format: a new one redoes old caches
+    digest = hashlib.sha256(b"self-contained kinds, ctime\n")  # the copy's format: a new one redoes old caches
     for f in files:
         st = f.stat()
-        digest.update(f"{f.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        digest.update(f"{f.name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n".encode())
     stamp_value = digest.hexdigest()
 
     dest_root = Path(dest_root)

@@ -6,7 +6,7 @@ import gc
 import hashlib
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -22,6 +22,7 @@ from colocate.checker.findings import _order, _schema_result_findings, _skipped_
 from colocate.checker.model import CheckResult, Context, Finding, Index, Rule, Timings
 from colocate.checker.reads import Reads, SKELETON, WHOLE, rule_reads, seen_as, skeleton
 from colocate.checker.rule_loader import judges_alone, load_rules
+from colocate.rules.files import read_rules
 
 
 def _row(f: Finding) -> list:
@@ -234,6 +235,17 @@ def _whole(value: Any) -> CheckResult | None:
         return None
 
 
+def _same_rules(kept: list[Rule], loaded: tuple[Rule, ...]) -> bool:
+    """Whether a kept result's rules are the rules this installation loads (their message and fix
+    are filled from the configuration)."""
+    return len(kept) == len(loaded) and all(
+        getattr(k, name) == getattr(r, name) for k, r in zip(kept, loaded) for name in _COMPARED)
+
+
+#: What filling a rule's placeholders leaves as it is.
+_COMPARED = tuple(f.name for f in fields(Rule) if f.name not in ("message", "fix"))
+
+
 def _cached_rules(store: Any, env: str) -> tuple[Rule, ...]:
     """load_rules, kept under the environment (which holds every rule file's bytes): reading and
     validating 71 rule files costs more than the rest of a one-file re-check."""
@@ -317,6 +329,8 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         if tree is not None:
             value = store.get("tree", tree)
             whole = _whole(value)
+            if whole is not None and not _same_rules(whole.rules, read_rules()):
+                whole = None  # a result under other rules (or none: "0 rules") is never right
             if value is not None and whole is None:
                 store.reject()
             if whole is not None:

@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from colocate import ROOT
-from colocate.base import schema_cache
+from colocate.base import private_cache, schema_cache
 from colocate.errors import ColocateError
-from colocate.base.data_files import cache_dir, data_path
+from colocate.base.data_files import data_path
 
-CACHE = cache_dir() / "kubeconform"
 INSTALL_HINT = "run `make bootstrap` (builds the pinned kubeconform into bin/ with go install; scripts/bootstrap names the version)"
 
 
@@ -50,10 +49,34 @@ def binary() -> str:
     raise ToolMissing(f"kubeconform not found: {INSTALL_HINT}")
 
 
+_fallback: list[Path] = []
+
+
+def _cache() -> Path:
+    """Where the schema copy is kept: the user's cache folder, else (one not to be trusted, since
+    the copy decides what is valid, or one that cannot be written) a temporary folder of this
+    process."""
+    folder = private_cache.root()
+    if private_cache.folder_problem(folder) is None:
+        try:
+            private_cache.make_folders(folder / "kubeconform", folder)
+            if os.access(folder / "kubeconform", os.W_OK | os.X_OK):
+                return folder / "kubeconform"
+        except OSError:
+            pass
+    if not _fallback:
+        import atexit
+        import tempfile
+
+        _fallback.append(Path(tempfile.mkdtemp(prefix="colocate-schemas-")))
+        atexit.register(shutil.rmtree, _fallback[0], ignore_errors=True)
+    return _fallback[0]
+
+
 def schema_locations(kubernetes_version: str) -> list[str]:
     """Our schemas first, then a kubeconform-ready copy of kubernetes-validate's (cached)."""
     try:
-        core = schema_cache.prepare_core_schemas(CACHE / "kubernetes-validate", kubernetes_version)
+        core = schema_cache.prepare_core_schemas(_cache() / "kubernetes-validate", kubernetes_version)
     except FileNotFoundError as exc:
         raise ToolMissing(str(exc)) from None
     ours = data_path("colocate.policies", "schemas") / schema_cache.CRD_SCHEMA_LOCATION.removeprefix("policies/schemas/")
@@ -148,7 +171,7 @@ def served_versions(kind: str, kubernetes_version: str) -> list[str]:
     """The versions Kubernetes ``kubernetes_version`` serves ``kind`` at, as kubernetes-validate's
     schema files name them (``<first label of the group>-<version>``, ``v1`` for core): read
     from the kubeconform-ready copy; [] when it is not there."""
-    folder = CACHE / "kubernetes-validate" / f"v{kubernetes_version.lstrip('v')}-local-strict"
+    folder = _cache() / "kubernetes-validate" / f"v{kubernetes_version.lstrip('v')}-local-strict"
     prefix = f"{kind.lower()}-"
     try:
         names = sorted(p.name for p in folder.glob(f"{prefix}*.json"))

@@ -11,12 +11,13 @@ Two kinds of entry, each a file named by its key:
 
 The environment is everything else a verdict depends on: the cache format, Python, colocate's
 own code, rules and schemas (every file of the package), the kubeconform binary (its bytes),
-kubernetes-validate's schemas (its installed file list with their hashes), the configuration
+kubernetes-validate's schemas (its installed file list with their hashes), the versions and
+installed files of jsonschema and PyYAML (which bundles libyaml), the configuration
 file's bytes, the NodePool descriptions the capacity rules may read (--cluster, else the
 repository's dist/nodes/), the working folder and the --exclude patterns.
 
-An entry is JSON behind a header (magic, format, BLAKE2b of the body) and holds its own key: a
-truncated, corrupt or foreign entry (another key, another format, not JSON of the expected
+An entry is JSON behind a header (magic, format, BLAKE2b of the body keyed with the user's key,
+colocate/base/private_cache.py) and holds its own key: a forged, truncated, corrupt or foreign entry (another key, another format, not JSON of the expected
 shape) is ignored and recomputed, never trusted. Entries are written to a temporary file and
 renamed into place (os.replace), so concurrent runs never read a partial entry. A thread writes
 them while the check goes on (file system calls release the GIL); :meth:`Store.flush` waits for it.
@@ -27,6 +28,7 @@ import hashlib
 import json
 import os
 import queue
+import re
 import sys
 import threading
 import time
@@ -34,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from colocate.base import compiled
+from colocate.base import compiled, private_cache
 
 #: Changes whenever an entry's layout does: older entries are then never read.
 FORMAT = 3
@@ -42,18 +44,23 @@ MAGIC = b"colocate-check-cache %d\n" % FORMAT
 _DIGEST = 32
 
 
+#: What a verdict cache folder holds (one an older colocate made has no CACHEDIR.TAG).
+_OURS = re.compile(r"(v[0-9]+|\.tmp-.*)\Z")
+
+
 def default_dir() -> Path:
-    """``$XDG_CACHE_HOME/colocate/check``, else ``~/.cache/colocate/check``."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "colocate" / "check"
+    """``check/`` of the user's cache folder (private_cache.root)."""
+    return private_cache.root() / "check"
 
 
 def usable_dir(path: Path) -> str | None:
-    """Why ``path`` cannot hold the cache (an existing non-folder, an unwritable folder), or None.
-    Touches nothing: a folder that does not exist yet is made on the first write."""
+    """Why ``path`` cannot hold the cache (an existing non-folder, a folder that holds other
+    things than a cache, an unwritable folder), or None. Touches nothing: a folder that does not
+    exist yet is made on the first write."""
     if os.path.lexists(path) and not path.is_dir():
         return "exists and is not a folder"
+    if path.is_dir() and (problem := private_cache.not_dedicated(path, _OURS)):
+        return problem
     probe = path
     while not os.path.lexists(probe) and probe != probe.parent:
         probe = probe.parent
@@ -91,6 +98,10 @@ class Store:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.stats = Stats()
+        #: A folder another user owns or can write is neither read nor written (said on stderr).
+        user = private_cache.root()
+        self.trusted = private_cache.folder_problem(self.root) is None and not (
+            self.root.is_relative_to(user) and private_cache.folder_problem(user))
         self._queue: queue.SimpleQueue | None = None
         self._writer: threading.Thread | None = None
 
@@ -99,9 +110,8 @@ class Store:
 
     def get(self, kind: str, key: str) -> Any:
         """The entry's value, or None when there is none or it cannot be trusted."""
-        try:
-            data = self._path(kind, key).read_bytes()
-        except OSError:
+        data = private_cache.read_entry(self._path(kind, key)) if self.trusted else None
+        if data is None:
             self.stats.misses += 1
             return None
         value = _decode(data, kind, key)
@@ -113,6 +123,8 @@ class Store:
 
     def holds_entries(self) -> bool:
         """Whether any entry of this format may be there (False: a first run, nothing to reuse)."""
+        if not self.trusted:
+            return False
         try:
             with os.scandir(self.root / f"v{FORMAT}") as found:
                 return any(True for _ in found)
@@ -121,7 +133,7 @@ class Store:
 
     def has(self, kind: str, key: str) -> bool:
         """Whether an entry is there (not whether it can be trusted: :meth:`get` says that)."""
-        return self._path(kind, key).is_file()
+        return self.trusted and self._path(kind, key).is_file()
 
     def reject(self) -> None:
         """The entry last read whole has not the shape its reader expects: ignored after all."""
@@ -139,6 +151,8 @@ class Store:
 
     def put_raw(self, kind: str, key: str, value_json: str) -> None:
         """:meth:`put` of a value already serialised as JSON (the objects, serialised once)."""
+        if not self.trusted:
+            return
         body = ('["%s",%s,%s]' % (kind, json.dumps(key), value_json)).encode("utf-8", "surrogatepass")
         data = compiled.seal(MAGIC, body, _DIGEST)
         if self._queue is None:
@@ -159,7 +173,7 @@ class Store:
             self._write(*item)
 
     def _write(self, path: Path, data: bytes) -> None:
-        if compiled.write_atomically(path, data):
+        if private_cache.write_entry(path, data, self.root):
             self.stats.writes += 1
         else:
             self.stats.write_errors += 1
@@ -201,14 +215,20 @@ def _tree_files(roots: Iterable[Path]) -> list[tuple[str, str]]:
 
 def _tree_digest(roots: Iterable[Path]) -> str:
     """The names and bytes of every file under the folders (colocate's code, rules and schemas),
-    kept by their stat signatures (colocate.base.compiled.digest): read once per installation, not
-    once per cache (a first check, or one with --cache elsewhere, hashes no 8 MB again)."""
+    kept by their stat signatures (colocate.base.compiled.digest), change time included: read once
+    per installation, not once per cache (a first check, or one with --cache elsewhere, hashes no
+    8 MB again), and read again after any write. Not kept while a file is racily clean
+    (:data:`RACY_NS`), as the checked files' index."""
+    roots = list(roots)
     files = _tree_files(roots)
     signature = hashlib.blake2b(digest_size=20)
+    now = time.time_ns()
+    newest = 0
     for path, rel in files:
         try:
             st = os.stat(path)
-            signature.update(f"{path}\0{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_dev}\n".encode())
+            signature.update(f"{path}\0{rel}\0{_signature(st)}\n".encode())
+            newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
         except OSError:
             signature.update(f"{path}\0missing\n".encode())
 
@@ -221,7 +241,8 @@ def _tree_digest(roots: Iterable[Path]) -> str:
                 data = b"\0unreadable"
             h.update(_hash(rel, data).encode())
         return h.hexdigest()
-    return compiled.digest("digest-tree", signature.hexdigest(), bytes_digest)
+    return compiled.digest("digest-tree", "\0".join(map(str, roots)), signature.hexdigest(), bytes_digest,
+                           keep=newest < now - RACY_NS)
 
 
 def _file_digest(path: Path) -> str:
@@ -238,10 +259,11 @@ def _file_digest(path: Path) -> str:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
         return h.hexdigest()
-    signature = _hash("binary", str(path.resolve()), str(st.st_size), str(st.st_mtime_ns), str(st.st_ino),
-                      str(st.st_dev))
-    # One kept digest per file name: kubeconform's and the RECORD's do not replace each other.
-    return compiled.digest(f"digest-{path.name}", signature, bytes_digest)
+    where = str(path.resolve())
+    signature = _hash("binary", where, *map(str, _signature(st)))
+    # One kept digest per file: kubeconform's and each RECORD's do not replace each other.
+    return compiled.digest(f"digest-{path.name}", where, signature, bytes_digest,
+                           keep=max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - RACY_NS)
 
 
 def _kubernetes_validate() -> str:
@@ -262,8 +284,31 @@ def _kubernetes_validate() -> str:
     h = hashlib.blake2b(digest_size=20)
     for path in sorted(schemas.rglob("*.json")):
         st = path.stat()
-        h.update(f"{path.relative_to(schemas)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        h.update(f"{path.relative_to(schemas)}\0{_signature(st)}\n".encode())
     return h.hexdigest()
+
+
+def library_versions() -> str:
+    """The installed jsonschema (and the schemas it bundles) and PyYAML (whose wheel bundles
+    libyaml, in the C extension its RECORD hashes): an upgrade can change what validates or how a
+    file parses. Their dist-info names and RECORDs, found without importing them."""
+    import importlib.util
+
+    out = []
+    for module, project in (("jsonschema", "jsonschema"), ("jsonschema_specifications", "jsonschema_specifications"),
+                            ("yaml", "pyyaml")):
+        spec = importlib.util.find_spec(module)
+        if spec is None or not spec.origin:
+            out.append(f"{module} absent")
+            continue
+        site = Path(spec.origin).resolve().parent.parent
+        try:
+            infos = sorted(n for n in os.listdir(site)
+                           if n.lower().startswith(project + "-") and n.endswith(".dist-info"))
+        except OSError:
+            infos = []
+        out.append(f"{module} " + ",".join(f"{n} {_file_digest(site / n / 'RECORD')}" for n in infos))
+    return "\n".join(out)
 
 
 def _read(path: Path) -> bytes:
@@ -291,7 +336,7 @@ def environment(config_file: Path, cluster: Path | None, exclude: Iterable[str])
         "environment", str(FORMAT), sys.version, colocate.__version__,
         _tree_digest([package, policies]),
         binary, _file_digest(Path(binary)) if binary else "",
-        _kubernetes_validate(),
+        _kubernetes_validate(), library_versions(),
         str(config_file.resolve()) if config_file else "", _read(config_file) if config_file else b"",
         str(pools), *(_hash(str(p), _read(p)) for p in pool_files if not p.is_dir()),
         os.getcwd(), str(repository()), "\0".join(exclude),

@@ -103,7 +103,7 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
         if not base_root.is_dir() and not head_root.is_dir():
             raise ColocateError(f"{dist}: in neither {base_label} nor {head_label}; --dist names the folder of the "
                                 "synth output in the repository (default: dist)")
-        before, after = tree.load(base_label, base_root), tree.load(head_label, head_root)
+        before, after = tree.load(base_label, base_root, dist), tree.load(head_label, head_root, dist)
         impact = policy.impact(base_root, head_root, config_path) if with_policy else None
         load = quotas = None
         unfit: tuple[usage.Unfit, ...] = ()
@@ -111,7 +111,7 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
             known = pools()
             old, new = usage.api_objects(base_root), usage.api_objects(head_root)
             for label, root, docs in ((base_label, base_root, old), (head_label, head_root, new)):
-                with tree.named(label, root):
+                with tree.named(label, root, dist):
                     quantities.check(docs)
             new = new + _kept_on_prune(old, new)
             load = tuple(usage.deltas(usage.usage(old, known), usage.usage(new, known)))

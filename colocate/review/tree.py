@@ -140,24 +140,27 @@ def _applications(root: Path) -> dict[str, str]:
 
 
 @contextmanager
-def named(label: str, root: Path) -> Iterator[None]:
-    """An InputError about a file under ``root`` (a revision's dist/, extracted to a temporary
-    folder) names it as in the repository, after the revision: ``HEAD~1: dist/index.yaml``."""
+def named(label: str, root: Path, dist: str) -> Iterator[None]:
+    """An InputError about a file under ``root`` (``dist`` of a revision, extracted to a temporary
+    folder) names it as in the repository, after the revision: ``HEAD~1: dist/index.yaml``, and
+    ``HEAD~1: index.yaml`` for ``--dist .`` (never the temporary folder's name)."""
     try:
         yield
     except InputError as exc:
         file = Path(exc.file)
         shown = file.relative_to(root).as_posix() if file.is_relative_to(root) else exc.file
-        raise InputError(f"{label}: {root.name}/{shown}", exc.where, exc.reason) from None
+        folder = Path(dist).as_posix()
+        raise InputError(f"{label}: {shown if folder == '.' else f'{folder}/{shown}'}", exc.where, exc.reason) from None
 
 
-def load(label: str, root: Path) -> Tree:
-    """Every object under ``root`` except the index. Two objects with one key are bad input."""
-    with named(label, root):
+def load(label: str, root: Path, dist: str = "dist") -> Tree:
+    """Every object under ``root`` (``dist`` of a revision) except the index. Two objects with one
+    key are bad input."""
+    with named(label, root, dist):
         apps = _applications(root)
     objects: dict[Key, Entry] = {}
     if root.is_dir():
-        with named(label, root):
+        with named(label, root, dist):
             docs = manifests.load([root])
         for doc in docs:
             if doc.kind == "DistIndex":

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -10,6 +12,7 @@ from typing import Mapping
 from colocate import config
 from colocate.errors import InputError
 from colocate.base.data_files import data_path, display
+from colocate.base.text import escape
 
 SHIPPED = data_path("colocate", "simulate", "scenarios")
 _SCHEMA = json.loads((SHIPPED / "scenario.schema.json").read_text())
@@ -53,12 +56,18 @@ def shipped() -> list[str]:
 
 
 def load(name_or_file: str) -> Scenario:
+    """A shipped scenario by its bare name (``peak``), whatever the working folder holds: a file
+    or folder named ``peak`` there neither replaces it nor breaks the default (it is named, on
+    stderr, and ``./peak`` reads it); else a scenario file."""
     path = Path(name_or_file)
-    if not (path.suffix in (".yaml", ".yml") or path.exists()):
-        if name_or_file not in shipped():
-            raise InputError("--scenario", name_or_file, f"no such scenario; shipped: {', '.join(shipped())}, "
-                             "or name a scenario file (.yaml)")
+    if name_or_file in shipped():
+        if os.path.lexists(path):
+            print(escape(f"colocate: --scenario {name_or_file}: the shipped scenario, not ./{name_or_file} "
+                         f"(write ./{name_or_file} to use that file)"), file=sys.stderr)
         path = SHIPPED / f"{name_or_file}.yaml"
+    elif not (path.suffix in (".yaml", ".yml") or path.exists()):
+        raise InputError("--scenario", name_or_file, f"no such scenario; shipped: {', '.join(shipped())}, "
+                         "or name a scenario file (.yaml)")
     file = display(path)
     data = config.load_yaml_file(path, file)
     config.validate(data, _SCHEMA, file)

@@ -84,7 +84,7 @@ def file_words(reason: str) -> str:
 def load_file(path: Path, config: Config) -> JobFile:
     """Parse and validate one job file."""
     file = display(path)
-    data = load_yaml_file(path, file)
+    data = load_yaml_file(path, file, decimal=True)
     validate(data, SCHEMA, file)
     if data["name"] != path.stem:
         raise InputError(file, "$.name", f"{data['name']!r} must equal the file name {path.stem!r}, "
