@@ -53,7 +53,7 @@ class TrainingControlChart(ColocateChart):
         self.resubmitter = Resubmitter(self, "resubmitter", ResubmitterProps(
             name=RESUBMITTER, namespace=ns, training_namespaces=training, pod=pod,
             monitor_labels=cluster.monitor_labels, scrape_from_namespaces=(cluster.monitoring_namespace,),
-            guard_annotations=config.admission_policies))
+            guard_annotations=config.admission_policies, guard_actions=config.admission_actions))
         self.schedule = OfflineSchedule(self, "schedule", OfflineScheduleProps(
             name=SCHEDULE_NAME, namespace=ns, training_namespaces=training, schedule=config.schedule,
             cluster_queue=cluster.training_queue if config.queue else None, pod=pod)) if config.schedule else None

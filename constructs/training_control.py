@@ -165,6 +165,8 @@ class ResubmitterProps:
     #: A ValidatingAdmissionPolicy that lets only its ServiceAccount write the annotations it
     #: decides on (where the cluster serves the policies: colocate.yaml admission.policies).
     guard_annotations: bool = False
+    #: Its binding's validationActions, as the rules' bindings (admission.validationActions).
+    guard_actions: Sequence[str] = ("Deny",)
 
 
 class Resubmitter(Construct):
@@ -202,7 +204,7 @@ class Resubmitter(Construct):
         emit(self, "guard-binding", {
             "apiVersion": ADMISSION_API_VERSION, "kind": "ValidatingAdmissionPolicyBinding",
             "metadata": {"name": name, "labels": labels, "annotations": annotations},
-            "spec": {"policyName": name, "validationActions": ["Deny"]}})
+            "spec": {"policyName": name, "validationActions": list(p.guard_actions)}})
 
     def __init__(self, scope: Construct, id: str, props: ResubmitterProps):
         super().__init__(scope, id)

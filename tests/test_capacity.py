@@ -116,7 +116,7 @@ def test_a_daemonset_counts_on_every_pool_it_admits():
 def test_capacity_text_is_a_table_per_pool_and_resource():
     proc = colocate("capacity")
     assert proc.returncode == 0, proc.stderr
-    pools, quotas = proc.stdout.split("\n\n")
+    pools, quotas, queues = proc.stdout.split("\n\n")
     lines = pools.splitlines()
     # platform: the resubmitter's pods (system-cluster-critical, on the monitoring pool)
     assert lines[0].split() == ["pool", "resource", "background", "offline", "online", "platform", "requested",
@@ -127,6 +127,8 @@ def test_capacity_text_is_a_table_per_pool_and_resource():
     assert mixed_gpu[-3:] == ["8", "12", "67%"]
     assert quotas.splitlines()[0].split() == ["quota", "resource", "used", "hard", "share"]
     assert "training/training-quota  persistentvolumeclaims   3      100" in quotas
+    # The reference's three jobs all start the first night: nothing waits in the queue.
+    assert queues.splitlines()[1].split() == ["training", "3", "3", "0", "8", "12", "-"], queues
 
 
 def test_capacity_of_a_missing_folder_is_exit_2():

@@ -19,7 +19,7 @@ from colocate.base.layout import INDEX_FILE
 from tests.helpers import yaml_load
 
 DIST = ROOT / "dist"
-RENDERED = ("apps/kube-prometheus-stack", "apps/dcgm-exporter", "apps/nvidia-device-plugin",
+RENDERED = ("apps/kube-prometheus-stack", "apps/dcgm-exporter", "apps/kueue-upstream", "apps/nvidia-device-plugin",
             "apps/training-operator-upstream")
 
 

@@ -16,7 +16,7 @@ from colocate.constructs.training_control import (ControlPod, OfflineSchedule, O
                                                    ResubmitterProps, RESUBMITTER_RULES, SCHEDULE_RULES)
 from colocate.errors import InputError, PropError
 from colocate.model.cluster import reference
-from colocate.model.names import (BUILTIN_PRIORITY_CLASSES, GIVEN_UP_METRIC, RESUBMISSIONS_METRIC, RESUBMITTER,
+from colocate.model.names import (BLOCKED_METRIC, BUILTIN_PRIORITY_CLASSES, GIVEN_UP_METRIC, RESUBMISSIONS_METRIC, RESUBMITTER,
                                   SCRAPED_METRICS_ANNOTATION, SYNC_WAVE)
 from tests.helpers import colocate, yaml_load
 
@@ -48,10 +48,16 @@ def _pod_specs(rendered) -> dict[str, dict]:
 
 # -- RBAC: namespaced, exactly what the commands call --------------------------------------------
 
-def test_nothing_cluster_wide_is_granted(rendered):
+def test_nothing_cluster_wide_is_granted_but_the_one_cluster_queue_the_schedule_holds(rendered):
     kinds = {o["kind"] for o in _objects(rendered)}
-    assert not kinds & {"ClusterRole", "ClusterRoleBinding"}
     assert {"Role", "RoleBinding", "ServiceAccount"} <= kinds
+    assert CONFIG.queue, "the reference admits training through Kueue"
+    (role,) = [o for o in _objects(rendered) if o["kind"] == "ClusterRole"]
+    assert role["rules"] == [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"],
+                              "resourceNames": [CLUSTER.training_queue], "verbs": ["get", "patch"]}]
+    (binding,) = [o for o in _objects(rendered) if o["kind"] == "ClusterRoleBinding"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": SCHEDULE_NAME,
+                                    "namespace": CLUSTER.control_namespace}]
 
 
 def test_each_service_account_gets_its_rules_in_the_training_namespace_only(rendered):
@@ -60,7 +66,8 @@ def test_each_service_account_gets_its_rules_in_the_training_namespace_only(rend
              for o in _objects(rendered) if o["kind"] == "Role"}
     assert roles == {
         (training, RESUBMITTER): list(RESUBMITTER_RULES),
-        (training, SCHEDULE_NAME): list(SCHEDULE_RULES),
+        # With the queue the schedule holds the ClusterQueue, not the TFJobs: no Role in training.
+        **({} if CONFIG.queue else {(training, SCHEDULE_NAME): list(SCHEDULE_RULES)}),
         (ns, RESUBMITTER): [
             {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
             {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [RESUBMITTER],
@@ -134,7 +141,7 @@ def test_prometheus_scrapes_it_keeping_the_tfjobs_namespace_label(rendered):
     assert monitor["spec"]["endpoints"] == [{"port": "metrics", "path": "/metrics", "interval": "30s",
                                              "honorLabels": True}]
     declared = monitor["metadata"]["annotations"][SCRAPED_METRICS_ANNOTATION]
-    assert declared == f"{GIVEN_UP_METRIC}:gauge,{RESUBMISSIONS_METRIC}:counter"
+    assert declared == f"{GIVEN_UP_METRIC}:gauge,{BLOCKED_METRIC}:gauge,{RESUBMISSIONS_METRIC}:counter"
     service = _one(rendered, "Service", RESUBMITTER)
     assert service["spec"]["selector"] == monitor["spec"]["selector"]["matchLabels"]
     policy = _one(rendered, "NetworkPolicy", f"{RESUBMITTER}-ingress")
@@ -162,7 +169,7 @@ def test_pause_runs_before_the_peak_and_resume_at_its_end_in_the_configured_zone
         assert spec["concurrencyPolicy"] == "Forbid" and spec["startingDeadlineSeconds"] == 3600
         pod = spec["jobTemplate"]["spec"]["template"]["spec"]
         assert pod["restartPolicy"] == "Never"
-        assert pod["containers"][0]["args"] == ["offline", action, "--namespace", CLUSTER.training_namespace]
+        assert pod["containers"][0]["args"] == ["offline", action, "--cluster-queue", CLUSTER.training_queue]
 
 
 @pytest.mark.parametrize("start, end, lead, pause, resume", [
