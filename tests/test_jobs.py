@@ -70,7 +70,14 @@ def test_the_smallest_job_file_becomes_a_tfjob_with_every_default(tmp_path, conf
      "and Ki, Mi, Gi or Ti, such as 512Mi, 4Gi or 1Ti (not G or GB); did you mean '2Gi'?"),
     (job(**{"roles.Worker.memory": "500m"}), "$.roles.Worker.memory", "did you mean '500Mi'?"),
     (job(**{"roles.Worker.cpu": "two"}), "$.roles.Worker.cpu", "'two' is not a CPU amount: write cores above 0 as a "
-     "number such as 2 or 0.5 (at most 3 decimals), or millicores such as 500m"),
+     "number such as 2 or 0.5 (at most 3 decimals, below a million cores), or millicores such as 500m (at most 12 "
+     "characters)"),
+    # Absurd sizes are refused in words before any arithmetic (a 5000-digit size crashed int-to-text).
+    (job(**{"roles.Worker.memory": "99999999999999999999999999Ti"}), "$.roles.Worker.memory",
+     "'99999999999999999999999999Ti' is longer than 12 characters, more than any node has"),
+    (job(**{"roles.Worker.memory": "9" * 5000 + "Gi"}), "$.roles.Worker.memory", "is longer than 12 characters"),
+    (job(**{"roles.Worker.cpu": "1" + "0" * 20 + "m"}), "$.roles.Worker.cpu", "is not a CPU amount"),
+    (job(**{"roles.Worker.cpu": 10**7}), "$.roles.Worker.cpu", "10000000 is not a CPU amount"),
     (job(**{"roles.Worker.cpu": 0}), "$.roles.Worker.cpu", "0 is not a CPU amount"),
     (job(**{"roles.Worker.cpu": None}), "$.roles.Worker", "'cpu' is a required property"),
     (job(**{"roles.Worker.replicas": "3"}), "$.roles.Worker.replicas", "'3' is not of type 'integer'; did you mean 3?"),
