@@ -2,6 +2,7 @@
 bad file fails synth without touching dist/."""
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -70,7 +71,14 @@ def test_the_smallest_job_file_becomes_a_tfjob_with_every_default(tmp_path, conf
      "and Ki, Mi, Gi or Ti, such as 512Mi, 4Gi or 1Ti (not G or GB); did you mean '2Gi'?"),
     (job(**{"roles.Worker.memory": "500m"}), "$.roles.Worker.memory", "did you mean '500Mi'?"),
     (job(**{"roles.Worker.cpu": "two"}), "$.roles.Worker.cpu", "'two' is not a CPU amount: write cores above 0 as a "
-     "number such as 2 or 0.5 (at most 3 decimals), or millicores such as 500m"),
+     "number such as 2 or 0.5 (at most 3 decimals, below a million cores), or millicores such as 500m (at most 12 "
+     "characters)"),
+    # Absurd sizes are refused in words before any arithmetic (a 5000-digit size crashed int-to-text).
+    (job(**{"roles.Worker.memory": "99999999999999999999999999Ti"}), "$.roles.Worker.memory",
+     "'99999999999999999999999999Ti' is longer than 12 characters, more than any node has"),
+    (job(**{"roles.Worker.memory": "9" * 5000 + "Gi"}), "$.roles.Worker.memory", "is longer than 12 characters"),
+    (job(**{"roles.Worker.cpu": "1" + "0" * 20 + "m"}), "$.roles.Worker.cpu", "is not a CPU amount"),
+    (job(**{"roles.Worker.cpu": 10**7}), "$.roles.Worker.cpu", "10000000 is not a CPU amount"),
     (job(**{"roles.Worker.cpu": 0}), "$.roles.Worker.cpu", "0 is not a CPU amount"),
     (job(**{"roles.Worker.cpu": None}), "$.roles.Worker", "'cpu' is a required property"),
     (job(**{"roles.Worker.replicas": "3"}), "$.roles.Worker.replicas", "'3' is not of type 'integer'; did you mean 3?"),
@@ -255,3 +263,42 @@ def test_colocate_yaml_messages_are_in_words_and_relative(tmp_path):
         "without a v, such as 1.28.0",
         "  colocate.yaml:$.monitoring.storageSize: '50GB' is not a size: write a whole number above 0 and Mi, Gi or Ti, such as "
         "50Gi (not G or GB); did you mean '50Gi'?"], proc.stderr
+
+
+@pytest.mark.parametrize("changes, path, words", [
+    ({"args": ["--step"] * 1001}, "$.args", "has 1,001 items, more than 1,000; pass long inputs in a file"),
+    ({"command": ["python"] * 1001}, "$.command", "has 1,001 items, more than 1,000"),
+    # 2 x 17 KiB: each key alone fits, together they pass 32 KiB (the TFJob repeats both per role).
+    ({"command": ["c" * 17 * 1024], "args": ["a" * 17 * 1024]}, "$.args", "more than 32,768 bytes of JSON"),
+    # Escapes count as the object stores them: 6,000 quotes are 12,002 bytes of JSON, three times over.
+    ({"args": ['"' * 6000] * 3}, "$.args", "more than 32,768 bytes of JSON"),
+])
+def test_command_and_args_are_capped_before_validation(tmp_path, config, changes, path, words):
+    file = write(tmp_path, "hello-tf", job(**changes))
+    with pytest.raises(InputError) as err:
+        jobs.load(tmp_path, config)
+    assert str(err.value).startswith(f"{file}:{path}: ") and words in str(err.value), str(err.value)[:300]
+
+
+def test_command_and_args_up_to_the_caps_build(tmp_path, config):
+    """At the caps the TFJob of every role still fits client-side apply's 256 KiB of annotations."""
+    write(tmp_path, "hello-tf", job(command=["x"] * 1000, args=["a" * (32 * 1024 - 6000 - 2)],
+                                    **{"roles.Chief": {"cpu": 1, "memory": "2Gi"}, "roles.PS": {"cpu": 1, "memory": "2Gi"},
+                                       "roles.Evaluator": {"cpu": 1, "memory": "2Gi"}}))
+    files = app.render_files(app.build(config, jobs_dir=tmp_path))
+    tfjob = yaml_load(files["apps/training/tfjob.training.hello-tf.yaml"])
+    assert len(tfjob["spec"]["tfReplicaSpecs"]) == 4
+    # kubectl's last-applied annotation holds the object as compact JSON (docs/gitops.md).
+    assert len(json.dumps(tfjob, separators=(",", ":")).encode()) < 256 * 1024 - 4096
+
+
+def test_a_huge_job_file_is_exit_2_before_it_is_parsed(tmp_path):
+    """A 97 MB file of a million args loaded in 16 s and 700 MB; the size alone refuses it now."""
+    jobs_dir = tmp_path / "jobs"
+    text = job(args=[f"--x{i}" for i in range(40_000)])
+    file = write(jobs_dir, "hello-tf", text)
+    assert file.stat().st_size > 256 * 1024
+    proc = colocate("synth", "--check", "--jobs", str(jobs_dir))
+    assert proc.returncode == 2, proc.stderr[-500:]
+    assert proc.stderr.startswith(f"colocate: error: {file}: the file is {file.stat().st_size:,} bytes, more than "
+                                  "262,144; a job file is a short request"), proc.stderr[:500]

@@ -27,3 +27,21 @@ def test_canonical_is_what_the_api_server_keeps(value, kind, expected):
 def test_rejects_non_quantities(bad):
     with pytest.raises(ValueError, match="quantity"):
         quantity.parse(bad)
+
+
+_HUGE = "99999999999999999999999999"  # 26 digits: with a Ti factor, past Decimal's default 28 digits
+
+
+@pytest.mark.parametrize("text, kind, exact", [
+    (f"{_HUGE}Ti", "memory", int(_HUGE) * 2**40), (f"{_HUGE}Ei", "memory", int(_HUGE) * 2**60),
+    (f"{_HUGE}9999", "cpu", int(_HUGE + "9999") * 1000), (f"{_HUGE}.999", "cpu", int(_HUGE + "999")),
+])
+def test_large_quantities_are_exact_integers(text, kind, exact):
+    """The default 28-digit context printed 99999999999999999999999999Ti as
+    107374182399999999999999998925781250Ki in a job file's message."""
+    if kind == "cpu":
+        assert quantity.millicores(text) == exact
+    else:
+        assert quantity.to_bytes(text) == exact
+        assert quantity.format_bytes(quantity.to_bytes(text)) == text
+    assert quantity.canonical(text, kind) == (text if kind == "memory" else quantity.format_cpu(exact))

@@ -129,6 +129,32 @@ def test_default_base_is_the_merge_base_with_main_and_head_the_working_tree(hist
     assert {(c["status"], c["file"]) for c in doc["changes"]} == _git_changes(history, "base", "deleted")
 
 
+def test_a_tag_named_main_does_not_move_the_default_base(history):
+    """A bare "main" resolved to a tag of that name before the branch (git's "refname is ambiguous"
+    warning went unseen): the base is the branch, then origin's, never the tag."""
+    repo = Path(history["repo"])
+    expected = f"merge-base {history['base'][:12]}"
+
+    def base() -> str:
+        proc = _cli(repo, "diff", "--format", "json", "--no-policy")
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["base"]
+
+    git(repo, "tag", "main", history["real"])
+    try:
+        assert base() == expected
+        # No local main: the remote-tracking branch, still not the tag.
+        git(repo, "update-ref", "refs/remotes/origin/main", history["base"])
+        git(repo, "branch", "-m", "main", "trunk")
+        try:
+            assert base() == expected
+        finally:
+            git(repo, "branch", "-m", "trunk", "main")
+            git(repo, "update-ref", "-d", "refs/remotes/origin/main")
+    finally:
+        git(repo, "tag", "-d", "main")
+
+
 def test_bad_revision_is_exit_2_without_traceback(history):
     proc = _cli(Path(history["repo"]), "diff", "no-such-rev")
     assert proc.returncode == 2

@@ -6,7 +6,7 @@ Canonical output matters: the API server rewrites ``1000m`` to ``1`` and ``1024M
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import MAX_PREC, Decimal, InvalidOperation, localcontext
 from functools import lru_cache
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
@@ -38,7 +38,15 @@ def _parse(value: str | int | float) -> Decimal:
     except InvalidOperation as exc:
         raise ValueError(f"{value!r} is not a Kubernetes quantity") from exc
     suffix = match.group(2) or ""
-    return number * (_BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix])
+    return _exact_product(number, _BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix])
+
+
+def _exact_product(number: Decimal, factor: Decimal | int) -> Decimal:
+    """``number * factor`` without rounding: the default context keeps 28 digits, so
+    99999999999999999999999999Ti came out as 107374182399999999999999998925781250Ki."""
+    with localcontext() as context:
+        context.prec = MAX_PREC  # a product of two finite decimals is exact at any precision
+        return number * factor
 
 
 def is_quantity(value: object) -> bool:
@@ -51,7 +59,7 @@ def is_quantity(value: object) -> bool:
 
 def millicores(value: str | int | float) -> int:
     """CPU quantity in millicores, rounded up as the kubelet does."""
-    milli = parse(value) * 1000
+    milli = _exact_product(parse(value), 1000)
     return int(milli.to_integral_value(rounding="ROUND_CEILING"))
 
 

@@ -73,13 +73,19 @@ def resolve(repo: Path, revision: str) -> str:
     return proc.stdout.decode().strip()
 
 
-def default_base(repo: Path, branches: tuple[str, ...] = ("main", "origin/main")) -> str:
+#: The main branch, local then remote-tracking, fully qualified: a bare "main" is ambiguous when a
+#: tag of that name exists, git takes the tag (gitrevisions(7): refs/tags/ comes before
+#: refs/heads/) and its warning went unseen.
+MAIN_REFS = ("refs/heads/main", "refs/remotes/origin/main")
+
+
+def default_base(repo: Path, refs: tuple[str, ...] = MAIN_REFS) -> str:
     """The merge-base of HEAD with the main branch (local, then remote-tracking)."""
-    for branch in branches:
-        proc = _git(repo, "merge-base", branch, "HEAD")
+    for ref in refs:
+        proc = _git(repo, "merge-base", ref, "HEAD")
         if proc.returncode == 0:
             return proc.stdout.decode().strip()
-    raise ColocateError(f"no merge-base of HEAD with {' or '.join(branches)} in {repo}: name BASE explicitly")
+    raise ColocateError(f"no merge-base of HEAD with {' or '.join(refs)} in {repo}: name BASE explicitly")
 
 
 @contextmanager

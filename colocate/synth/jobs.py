@@ -26,6 +26,45 @@ _ROLE_FIELDS = {"replicas": "replicas", "cpu": "cpu", "cpuLimit": "cpu_limit", "
                 "memoryLimit": "memory_limit", "gpus": "gpus"}
 
 
+#: Caps on a job file, checked before it is parsed or validated (a 97 MB file of a million args
+#: took 16 s and 700 MB to load, and its list would be printed whole in a schema message). The
+#: TFJob repeats command and args in each of up to five roles and is applied client-side, so all
+#: its annotations, the last-applied copy of the whole object among them, must fit 256 KiB
+#: (docs/gitops.md, COL303; etcd's 1.5 MiB request limit, COL306, is further off): 32 KiB of
+#: command and args as JSON (escapes counted), five times over, leaves room for the rest.
+MAX_FILE_BYTES = 256 * 1024
+MAX_ITEMS = 1000
+MAX_COMMAND_BYTES = 32 * 1024
+
+
+def _size_error(path: Path) -> str | None:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None  # load_yaml_file says what is wrong with it
+    if size > MAX_FILE_BYTES:
+        return f"the file is {size:,} bytes, more than {MAX_FILE_BYTES:,}; a job file is a short request"
+    return None
+
+
+def _command_error(data: object) -> tuple[str, str] | None:
+    """The key and the reason when command and args together are too many or too long."""
+    if not isinstance(data, dict):
+        return None
+    total = 0
+    for key in ("command", "args"):
+        items = data.get(key)
+        if not isinstance(items, list):
+            continue
+        if len(items) > MAX_ITEMS:
+            return f"$.{key}", f"has {len(items):,} items, more than {MAX_ITEMS:,}; pass long inputs in a file the image reads"
+        total += sum(len(json.dumps(item)) for item in items if isinstance(item, str))  # as the object stores it
+        if total > MAX_COMMAND_BYTES:
+            return f"$.{key}", (f"command and args hold more than {MAX_COMMAND_BYTES:,} bytes of JSON, and each of the TFJob's "
+                                "roles repeats them; pass long inputs in a file the image reads")
+    return None
+
+
 @dataclass(frozen=True)
 class JobFile:
     """One validated job file."""
@@ -84,7 +123,13 @@ def file_words(reason: str) -> str:
 def load_file(path: Path, config: Config) -> JobFile:
     """Parse and validate one job file."""
     file = display(path)
+    too_big = _size_error(path)
+    if too_big:
+        raise InputError(file, "", too_big)
     data = load_yaml_file(path, file, decimal=True)
+    too_long = _command_error(data)
+    if too_long:
+        raise InputError(file, *too_long)
     validate(data, SCHEMA, file)
     if data["name"] != path.stem:
         raise InputError(file, "$.name", f"{data['name']!r} must equal the file name {path.stem!r}, "

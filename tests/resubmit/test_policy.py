@@ -146,6 +146,32 @@ def test_no_annotation_value_stops_a_decision(count, cap, evidence):
     assert decision.action != "resubmit" or decision.count <= SETTINGS.max_resubmissions
 
 
+@pytest.mark.parametrize("text", ["٣", "١٠", " 7 ", "7\n", "1_0", "+2", "-1", "0x3", "3.0", "1e2", "１", "1234567"])
+def test_an_annotation_that_is_not_plain_ascii_digits_counts_as_absent(text):
+    """int() reads "٣" as 3, " 7 " as 7 and "1_0" as 10, and a cap of "-1" gave up at once: only
+    ASCII decimal digits count; otherwise the count is 0 and the cap is the controller's."""
+    job = tfjob(count=None, cap=text)
+    job["metadata"]["annotations"][RESUBMISSIONS_ANNOTATION] = text
+    assert policy.count_of(job) == 0
+    assert policy.cap_of(job, SETTINGS) == SETTINGS.max_resubmissions
+
+
+@settings(max_examples=200, deadline=None)
+@given(count=st.integers(0, 999_999), cap=st.integers(0, 999_999))
+def test_plain_ascii_digits_are_read_exactly(count, cap):
+    job = tfjob(count=count, cap=str(cap))
+    assert policy.count_of(job) == count
+    assert policy.cap_of(job, SETTINGS) == min(cap, SETTINGS.max_resubmissions)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=12).filter(lambda t: not t.isascii() or not t.isdigit()))
+def test_any_other_annotation_text_is_absent(text):
+    job = tfjob(cap=text)
+    job["metadata"]["annotations"][RESUBMISSIONS_ANNOTATION] = text
+    assert (policy.count_of(job), policy.cap_of(job, SETTINGS)) == (0, SETTINGS.max_resubmissions)
+
+
 def test_the_new_incarnation_keeps_name_spec_labels_and_annotations_minus_the_evidence():
     job = tfjob(evidence=policy.disruption_of(pod()), count=1)
     job["metadata"]["labels"]["app.kubernetes.io/instance"] = "colocate-training"  # Argo CD's tracking label

@@ -11,6 +11,7 @@ A TFJob is resubmitted only when all of these hold (docs/resubmission.md):
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping
@@ -111,21 +112,29 @@ def failed_at(job: Mapping[str, Any]) -> datetime | None:
     return None
 
 
+#: An annotation number: ASCII decimal digits only. int() also takes "٣", " 7 " and "1_0", and a
+#: sign ("-1" as a cap would mean "give up at once"); anything else counts as absent.
+_ANNOTATION_NUMBER = re.compile(r"[0-9]{1,6}")
+
+
+def _number(job: Mapping[str, Any], key: str) -> int | None:
+    value = ((job.get("metadata") or {}).get("annotations") or {}).get(key)
+    if isinstance(value, str) and _ANNOTATION_NUMBER.fullmatch(value):
+        return int(value)
+    return None
+
+
 def count_of(job: Mapping[str, Any]) -> int:
-    try:
-        return max(0, int(((job.get("metadata") or {}).get("annotations") or {}).get(RESUBMISSIONS_ANNOTATION, 0)))
-    except (TypeError, ValueError):
-        return 0
+    """The job's resubmission count; 0 when the annotation is absent or not a plain number."""
+    count = _number(job, RESUBMISSIONS_ANNOTATION)
+    return 0 if count is None else count
 
 
 def cap_of(job: Mapping[str, Any], settings: Settings) -> int:
-    """The job's cap: its annotation where that is lower than the controller's, else the controller's."""
-    value = ((job.get("metadata") or {}).get("annotations") or {}).get(MAX_RESUBMISSIONS_ANNOTATION)
-    try:
-        own = max(0, int(value)) if value is not None else settings.max_resubmissions
-    except (TypeError, ValueError):
-        return settings.max_resubmissions
-    return min(own, settings.max_resubmissions)
+    """The job's cap: its annotation where that is lower than the controller's, else the controller's
+    (also when the annotation is not a plain number)."""
+    own = _number(job, MAX_RESUBMISSIONS_ANNOTATION)
+    return settings.max_resubmissions if own is None else min(own, settings.max_resubmissions)
 
 
 #: Doublings past this only ever reach the cap (2**40 s is 35,000 years): 2**count for a count of
