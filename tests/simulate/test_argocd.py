@@ -51,7 +51,7 @@ def test_root_application_syncs_every_application_from_dist(platform_drill):
     apps = {a["name"]: a for a in platform_drill["applications"]}
     assert set(apps) == {"colocate-root", "colocate-platform", "colocate-training", "colocate-online",
                          "colocate-monitoring", "colocate-observability", "colocate-training-operator",
-                         "colocate-training-control"} | PLATFORM
+                         "colocate-training-control", "colocate-kueue", "colocate-kueue-upstream"} | PLATFORM
     for app in apps.values():
         assert not app["offline"], app  # every source is a folder of dist/ in this repository
         assert app["sync"] == "Synced" and app["failed"] == [], app

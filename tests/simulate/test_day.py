@@ -60,8 +60,10 @@ def test_the_schedule_pauses_before_the_peak_and_resumes_after_it(markdown):
     schedule = load().schedule
     steps = _steps(markdown.stdout)
     pause, resume = f"{-(-schedule.pause_at // 60):02d}:00", f"{-(-schedule.resume_at // 60):02d}:00"
-    assert "offline pause: 3 TFJob(s) in training" in steps[pause], steps[pause]
-    assert "offline resume: 3 TFJob(s) in training" in steps[resume], steps[resume]
+    # With Kueue (the reference) the schedule holds and releases the training ClusterQueue.
+    assert "offline pause: ClusterQueue training stopPolicy None -> HoldAndDrain" in steps[pause], steps[pause]
+    assert "offline resume: ClusterQueue training held by colocate-offline-pause: stopPolicy HoldAndDrain -> None" \
+        in steps[resume], steps[resume]
     peak = [h for h in range(25) if schedule.peak_start <= h * 60 < schedule.peak_end]
     for hour in peak:
         line = steps[f"{hour:02d}:00"]

@@ -190,7 +190,9 @@ def test_the_webhooks_answer_from_the_host_process(cluster):
     assert created["spec"]["runPolicy"]["suspend"] is True, created["spec"]
     without_label = _tfjob("dry", "gpus", "main")
     del without_label["metadata"]["labels"]
-    assert not _suspended(_create(cp, without_label, dry_run=True))
+    # Every TFJob is Kueue's (manageJobsWithoutQueueName): one without a queue is suspended too,
+    # and never admitted, instead of starting outside the quota.
+    assert _suspended(_create(cp, without_label, dry_run=True))
     # Its validating webhook refuses a queue name that is no object name.
     with pytest.raises(urllib.error.HTTPError) as refused:
         _create(cp, _tfjob("bad-queue", "Not_A_Name", "main"), dry_run=True)
@@ -271,6 +273,8 @@ def test_stop_policy_none_admits_them_again(cluster):
         cp.request("DELETE", f"{TFJOBS}/job-c")
         _wait(f"{waiting} to run again", lambda: _running(cp, waiting), cp=cp)
     for name in ("job-a", "job-b"):
+        # The operator writes the Running condition after the pods run: wait for it, not a race.
+        _wait(f"{name} to be Running", lambda name=name: tfjob_state(_job(cp, name)) == "Running", cp=cp)
         job = _job(cp, name)
         assert _running(cp, name) and tfjob_state(job) == "Running", job["status"]
         assert _condition(job, "Suspended").get("reason") == "TFJobResumed", job["status"]

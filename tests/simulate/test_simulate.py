@@ -154,9 +154,6 @@ def _tfjob(name: str, **worker_resources) -> dict:
     """The reference tf-mnist-dist as a new job with one Worker of the given requests/limits."""
     job = yaml_load((DIST / "apps/training/tfjob.training.tf-mnist-dist.yaml").read_text())
     job["metadata"]["name"] = name
-    # Out of Kueue's queue, as a job applied by hand: these faults are the API server's and the
-    # scheduler's to refuse (a queued one would wait, never admitted, with no pod to refuse).
-    job["metadata"].get("labels", {}).pop(QUEUE_NAME_LABEL, None)
     specs = job["spec"]["tfReplicaSpecs"]
     for role in [r for r in specs if r != "Worker"]:
         del specs[role]
@@ -185,6 +182,11 @@ def faults(tmp_path_factory):
         "tfjob.training.over-limitrange.yaml": _tfjob("over-limitrange", requests={"cpu": "1", "memory": "4Gi"},
                                                       limits={"cpu": "2", "memory": "200Gi"}),
     }
+    # Applied by hand without a queue: Kueue manages every TFJob (manageJobsWithoutQueueName), so
+    # it is suspended at creation and never starts outside the quota.
+    unqueued = _tfjob("no-queue", requests={"cpu": "1", "memory": "4Gi"}, limits={"cpu": "1", "memory": "4Gi"})
+    unqueued["metadata"]["labels"].pop(QUEUE_NAME_LABEL)
+    added["tfjob.training.no-queue.yaml"] = unqueued
     privileged = yaml_load((DIST / "apps/online/deployment.online.recsys-inference.yaml").read_text())
     privileged["metadata"]["name"] = "debug-shell"
     privileged["metadata"]["namespace"] = "training"
@@ -236,10 +238,17 @@ def test_fault_worker_that_fits_no_node_is_pending_with_the_schedulers_reason(fa
     assert pod["node"] is None and "Insufficient nvidia.com/gpu" in pod["reason"], pod
 
 
-def test_fault_job_over_the_gpu_quota_cannot_create_its_pod(faults):
+def test_fault_job_over_the_queue_s_gpu_quota_is_never_admitted_and_makes_no_pod(faults):
+    # Kueue holds it (13 GPUs, the ClusterQueue 12): it waits suspended, and COL120 refuses it in check.
     _, report = faults
-    found = _problems(report, "TFJob/training/over-gpu-quota")
-    assert any("exceeded quota: training-quota" in m and "requests.nvidia.com/gpu=13" in m for m in found), found
+    assert report["tfjobs"]["training/over-gpu-quota"] == "Suspended", report["tfjobs"]
+    assert not [p for p in report["pods"] if p["name"].startswith("over-gpu-quota-")], report["pods"]
+
+
+def test_fault_job_without_a_queue_is_suspended_and_never_runs(faults):
+    _, report = faults
+    assert report["tfjobs"]["training/no-queue"] == "Suspended", report["tfjobs"]
+    assert not [p for p in report["pods"] if p["name"].startswith("no-queue-")], report["pods"]
 
 
 def test_fault_request_above_its_limit(faults):
