@@ -81,8 +81,8 @@ class Kueue:
     version: str
     #: waitForPodsReady.timeout: a job whose pods are not all ready by then is evicted and requeued.
     pods_ready_timeout_seconds: int = 600
-    #: Whether synth writes Kueue and the queue into dist/ and training waits in it (opt-in:
-    #: docs/queue.md, "Not yet on in the reference"). The release is built for simulate either way.
+    #: Whether synth writes Kueue and the queue into dist/ and training waits in it (the reference
+    #: says true; absent, false: docs/queue.md). The release is built for simulate either way.
     admit_training: bool = False
 
 
