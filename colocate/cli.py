@@ -310,25 +310,31 @@ def _offline(args: argparse.Namespace) -> int:
     from colocate.model.cluster import reference
 
     config = config_mod.load(Path(args.config)) if args.config else config_mod.load()
-    if args.namespace and args.cluster_queue:
-        raise InputError("--cluster-queue", args.cluster_queue, "pauses through Kueue, --namespace suspends each TFJob: give one")
+    cluster = reference(config)
     if not args.namespace and not args.cluster_queue:
-        cluster = reference(config)
         if config.queue:
             args.cluster_queue = cluster.training_queue
         else:
-            args.namespace = cluster.training_namespace
+            args.namespace = [cluster.training_namespace]
+    if not args.cluster_queue and len(args.namespace) > 1:
+        raise InputError("--namespace", ",".join(args.namespace), "suspends the TFJobs of one namespace: give one "
+                         "(several only with --cluster-queue, where resume waits for paused pods)")
     from colocate.incluster.kube import ClusterQueues, TFJobs, api_client
 
     if args.cluster_queue:
         target, what = args.cluster_queue, "clusterqueue"
-        changes = offline.hold(ClusterQueues(api_client(args.kubeconfig)), args.cluster_queue, args.action, args.dry_run)
+        api = api_client(args.kubeconfig)
+        # With a queue, --namespace names where resume waits for the paused pods to be gone.
+        changes = offline.hold(ClusterQueues(api), args.cluster_queue, args.action, args.dry_run, jobs=TFJobs(api),
+                               namespaces=tuple(args.namespace or (cluster.training_namespace,)),
+                               log=lambda line: print(f"colocate: {escape(line)}", file=sys.stderr))
     else:
-        target, what = args.namespace, "tfjob"
-        changes = offline.run(TFJobs(api_client(args.kubeconfig)), args.namespace, args.action, args.dry_run,
+        (namespace,) = args.namespace
+        target, what = namespace, "tfjob"
+        changes = offline.run(TFJobs(api_client(args.kubeconfig)), namespace, args.action, args.dry_run,
                               log=lambda line: print(f"colocate: {escape(line)}", file=sys.stderr))
     for change in changes:
-        name = change.name if args.cluster_queue else f"{args.namespace}/{change.name}"
+        name = change.name if args.cluster_queue else f"{target}/{change.name}"
         print(escape(f"{'would ' if args.dry_run else ''}{change.action} {what} {name} ({change.reason})"))
     print(escape(f"colocate: {len(changes)} {'ClusterQueue' if args.cluster_queue else 'TFJob'}(s) "
                  f"{'to ' + args.action if args.dry_run else args.action + 'd'} in {target}"), file=sys.stderr)
@@ -554,8 +560,9 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("action", choices=("pause", "resume"))
     f.add_argument("--cluster-queue", help="hold (pause) or release (resume) this Kueue ClusterQueue (default with a "
                                            "kueue section in colocate.yaml: the cluster's training queue)")
-    f.add_argument("--namespace", help="suspend the TFJobs of this namespace one by one instead (default without "
-                                       "Kueue: the cluster's training namespace)")
+    f.add_argument("--namespace", action="append", help="without --cluster-queue: suspend the TFJobs of this "
+                   "namespace one by one (default without Kueue: the cluster's training namespace); with it: where "
+                   "resume waits for the paused pods to be gone before releasing the queue (repeat for more)")
     f.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
     f.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
     f.set_defaults(func=_offline)

@@ -55,6 +55,9 @@ SCHEDULE_RULES = (
     {"apiGroups": [TFJOB_GROUP], "resources": [TFJOB_PLURAL], "verbs": ["get", "list", "patch"]},
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
 )
+#: With Kueue the schedule holds the ClusterQueue; in each training namespace it only lists the
+#: training pods, so resume waits until the paused ones are gone (offline.hold).
+QUEUE_SCHEDULE_RULES = ({"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},)
 
 
 @dataclass(frozen=True)
@@ -334,6 +337,9 @@ class OfflineSchedule(Construct):
         s = p.schedule
         if p.cluster_queue:
             self._queue_rbac(p.cluster_queue)
+            for ns in p.training_namespaces:  # resume lists the paused pods there, nothing more
+                grant(self, f"rbac-{ns}", name=p.name, namespace=ns, rules=QUEUE_SCHEDULE_RULES,
+                      service_account=p.name, service_account_namespace=p.namespace)
         for target in self.targets:
             if not p.cluster_queue:
                 grant(self, f"rbac-{target}", name=p.name, namespace=target, rules=SCHEDULE_RULES,
@@ -367,7 +373,9 @@ class OfflineSchedule(Construct):
         name = self.cronjob_name(action, target)
         labels = {NAME_LABEL: p.name}
         hours, minutes = divmod(minute_of_day, 60)
-        where = ["--cluster-queue", target] if p.cluster_queue else ["--namespace", target]
+        # With a queue, resume waits in each training namespace for the paused pods to be gone.
+        where = (["--cluster-queue", target, *(a for ns in p.training_namespaces for a in ("--namespace", ns))]
+                 if p.cluster_queue else ["--namespace", target])
         container = {"name": "offline", "args": ["offline", action, *where],
                      "resources": _resources(p.cpu, p.cpu_limit, p.memory)}
         emit(self, f"cronjob-{action}-{target}", {

@@ -112,17 +112,20 @@ def test_the_schedule_holds_the_queue_when_kueue_admits_training():
     rendered = app.render_files(app.build(queued_config()))
     pause = yaml_load(rendered["apps/training-control/cronjob.colocate-system.colocate-offline-pause-training.yaml"])
     args = pause["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert args == ["offline", "pause", "--cluster-queue", "training"]
+    # --namespace: where resume waits for the paused pods to be gone (tests/simulate/test_offline_hold.py).
+    assert args == ["offline", "pause", "--cluster-queue", "training", "--namespace", "training"]
     role = yaml_load(rendered["apps/training-control/clusterrole.colocate-offline-training.yaml"])
     assert role["rules"] == [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"],
                               "resourceNames": ["training"], "verbs": ["get", "patch"]}]
+    pods = yaml_load(rendered["apps/training-control/role.training.colocate-offline.yaml"])
+    assert pods["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]
 
 
-def test_namespace_and_cluster_queue_together_are_refused(tmp_path):
-    proc = colocate("offline", "pause", "--namespace", "training", "--cluster-queue", "training",
+def test_several_namespaces_without_a_queue_are_refused(tmp_path):
+    proc = colocate("offline", "pause", "--namespace", "training", "--namespace", "research",
                     "--kubeconfig", str(tmp_path / "none"))
     assert proc.returncode == 2, proc.stderr
-    assert "--cluster-queue" in proc.stderr and "Traceback" not in proc.stderr
+    assert "--namespace" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("item,said", [

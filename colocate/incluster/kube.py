@@ -127,6 +127,16 @@ class TFJobs:
         # A pod without a name is none the API server would serve: not counted as one left.
         return sorted(p.metadata.name for p in items if p.metadata is not None and isinstance(p.metadata.name, str))
 
+    def terminating_pods(self, namespace: str) -> list[str]:
+        """Names of the training pods of ``namespace`` (any TFJob's) that are being deleted."""
+        answer = self._call(f"list training pods in {namespace}", lambda *_: self.core.list_namespaced_pod(
+            namespace, label_selector=JOB_NAME_LABEL, _request_timeout=REQUEST_TIMEOUT))
+        items = getattr(answer, "items", None)
+        if not isinstance(items, list):
+            raise ColocateError(f"list training pods in {namespace}: the API server did not return a list of items")
+        return sorted(p.metadata.name for p in items if p.metadata is not None and isinstance(p.metadata.name, str)
+                      and p.metadata.deletion_timestamp is not None)
+
     def get(self, namespace: str, name: str) -> dict[str, Any]:
         return self._call(f"get tfjob {namespace}/{name}", self.api.get_namespaced_custom_object,
                           namespace, TFJOB_PLURAL, name, _request_timeout=REQUEST_TIMEOUT)

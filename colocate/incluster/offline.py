@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from colocate.base.text import escape
 from colocate.errors import ColocateError
@@ -160,13 +160,29 @@ def hold_patch(change: Change) -> dict[str, Any]:
             "spec": {"stopPolicy": STOP_POLICY[change.action]}}
 
 
-def hold(queues: "ClusterQueues", name: str, action: str, dry_run: bool = False) -> list[Change]:
-    """Plan ``action`` on the live ClusterQueue ``name`` and send its patch (unless ``dry_run``)."""
+def hold(queues: "ClusterQueues", name: str, action: str, dry_run: bool = False, jobs: "TFJobs | None" = None,
+         namespaces: Sequence[str] = (), wait_seconds: float = 120.0, log=lambda line: None) -> list[Change]:
+    """Plan ``action`` on the live ClusterQueue ``name`` and send its patch (unless ``dry_run``).
+
+    Resume first waits until no training pod of ``namespaces`` is still terminating: released,
+    Kueue readmits the suspended jobs at once, and training-operator v1.7.0 counts a paused pod
+    that is still terminating as a failed replica (pkg/core/status.go UpdateJobReplicaStatuses),
+    so the job would fail. Pods still there after ``wait_seconds``: the queue stays held, an error."""
     queue = queues.get(name)
     check_shape(queue, f"get clusterqueue {name}", "ClusterQueue")
     change = plan_hold(queue, action)
-    if change is None:
-        return []
-    if not dry_run:
-        queues.merge_patch(name, hold_patch(change))
+    if change is None or dry_run:
+        return [change] if change else []
+    deadline = time.monotonic() + wait_seconds
+    while change.action == "resume" and jobs is not None:
+        left = [f"{ns}/{pod}" for ns in namespaces for pod in jobs.terminating_pods(ns)]
+        if not left:
+            break
+        if time.monotonic() > deadline:
+            raise ColocateError(f"resume clusterqueue {name}: paused pods {', '.join(left[:3])} are still terminating "
+                                f"after {wait_seconds:.0f} s; it stays held (releasing now would fail their jobs). "
+                                "Run resume again once they are gone")
+        log(f"waiting for the paused pods {', '.join(left[:3])} to be gone before releasing {name}")
+        time.sleep(1.0)
+    queues.merge_patch(name, hold_patch(change))
     return [change]

@@ -145,7 +145,8 @@ def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool,
         if step.offline:
             # As the schedule's CronJobs do: through Kueue's ClusterQueue when dist/ has one.
             for queue in queues:
-                done = offline.hold(cluster_queues, queue, step.offline)
+                done = offline.hold(cluster_queues, queue, step.offline, jobs=jobs,
+                                    namespaces=_training_namespaces(docs))
                 report.actions.append(f"offline {step.offline}: ClusterQueue {queue} "
                                       f"{done[0].reason if done else 'unchanged'}")
             for namespace in [] if queues else _training_namespaces(docs):

@@ -12,7 +12,7 @@ from colocate import ROOT, config as config_mod
 from colocate.charts.training_control import PRIORITY_CLASS, SCHEDULE_NAME
 from colocate.config import Schedule
 from colocate.constructs.node_pool import NodePool
-from colocate.constructs.training_control import (ControlPod, OfflineSchedule, OfflineScheduleProps, Resubmitter,
+from colocate.constructs.training_control import (QUEUE_SCHEDULE_RULES, ControlPod, OfflineSchedule, OfflineScheduleProps, Resubmitter,
                                                    ResubmitterProps, RESUBMITTER_RULES, SCHEDULE_RULES)
 from colocate.errors import InputError, PropError
 from colocate.model.cluster import reference
@@ -66,8 +66,9 @@ def test_each_service_account_gets_its_rules_in_the_training_namespace_only(rend
              for o in _objects(rendered) if o["kind"] == "Role"}
     assert roles == {
         (training, RESUBMITTER): list(RESUBMITTER_RULES),
-        # With the queue the schedule holds the ClusterQueue, not the TFJobs: no Role in training.
-        **({} if CONFIG.queue else {(training, SCHEDULE_NAME): list(SCHEDULE_RULES)}),
+        # With the queue the schedule holds the ClusterQueue, not the TFJobs: in training it only
+        # lists the paused pods, which resume waits for.
+        (training, SCHEDULE_NAME): list(QUEUE_SCHEDULE_RULES if CONFIG.queue else SCHEDULE_RULES),
         (ns, RESUBMITTER): [
             {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
             {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [RESUBMITTER],
@@ -169,7 +170,8 @@ def test_pause_runs_before_the_peak_and_resume_at_its_end_in_the_configured_zone
         assert spec["concurrencyPolicy"] == "Forbid" and spec["startingDeadlineSeconds"] == 3600
         pod = spec["jobTemplate"]["spec"]["template"]["spec"]
         assert pod["restartPolicy"] == "Never"
-        assert pod["containers"][0]["args"] == ["offline", action, "--cluster-queue", CLUSTER.training_queue]
+        assert pod["containers"][0]["args"] == ["offline", action, "--cluster-queue", CLUSTER.training_queue,
+                                                "--namespace", CLUSTER.training_namespace]
 
 
 @pytest.mark.parametrize("start, end, lead, pause, resume", [
