@@ -335,45 +335,13 @@ def _requests(job: dict) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def synced(tmp_path_factory):
-    import shutil
-    import subprocess
-
-    import yaml
-
+def synced():
+    """A night of the reference dist/ as it is: Kueue, its webhooks and the training queue are
+    in it (kueue.admitTraining), every TFJob carries the queue's label."""
     from colocate import ROOT
     from colocate.simulate import run, scenario
 
-    dist = tmp_path_factory.mktemp("kueue-dist") / "dist"
-    shutil.copytree(ROOT / "dist", dist)
-    # Kueue's CRDs and its in-cluster webhook configurations (Service kueue-system/kueue-webhook-service)
-    # in the wave -5 Application that installs the training-operator's, the hooks of Kueue's kinds and TFJobs.
-    upstream = dist / "apps" / "training-operator-upstream"
-    for crd in kueue.crds():
-        (upstream / f"customresourcedefinition.{crd['metadata']['name']}.yaml").write_text(yaml.safe_dump(crd))
-    rendered = subprocess.run([str(ROOT / "bin" / "kustomize"), "build", str(kueue.tree() / "default")],
-                              capture_output=True, text=True, check=True).stdout
-    kept = {h["name"] for d in kueue.webhook_configurations("https://unused", b"") for h in d["webhooks"]}
-    for doc in yaml_load_all(rendered):
-        if doc and doc["kind"] in kueue.WEBHOOK_KINDS:
-            doc["webhooks"] = [h for h in doc["webhooks"] if h["name"] in kept]
-            (upstream / f"{doc['kind'].lower()}.{doc['metadata']['name']}.yaml").write_text(yaml.safe_dump(doc))
-    # One ClusterQueue with quota for every reference TFJob, which carry its LocalQueue's label.
-    training = dist / "apps" / "training"
-    total: dict[str, int] = {}
-    for file in sorted(training.glob("tfjob.*.yaml")):
-        job = yaml.safe_load(file.read_text())
-        job["metadata"]["labels"][QUEUE_LABEL] = "training"
-        file.write_text(yaml.safe_dump(job))
-        for name, amount in _requests(job).items():
-            total[name] = total.get(name, 0) + amount
-    queues = _queues("training", 0)
-    queues[1]["spec"]["resourceGroups"][0] = {"coveredResources": sorted(total), "flavors": [{
-        "name": "training-flavor", "resources": [{"name": n, "nominalQuota": f"{v}m" if n == "cpu" else str(v)}
-                                                 for n, v in sorted(total.items())]}]}
-    for obj in queues:
-        (training / f"{obj['kind'].lower()}.{obj['metadata']['name']}.yaml").write_text(yaml.safe_dump(obj))
-
+    dist = ROOT / "dist"
     seen: dict = {}
 
     def inspect(cp: ControlPlane) -> None:

@@ -59,6 +59,9 @@ def hungry(tmp_path_factory) -> Path:
     container = doc["spec"]["template"]["spec"]["containers"][0]
     container["name"] = "cpu-hungry"
     container["resources"] = {kind: {"cpu": "31", "memory": "64Gi"} for kind in ("requests", "limits")}
+    # No GPU on a pool with GPUs: it hides them, or the admission policy COL070 refuses it.
+    container["env"] = [*(e for e in container.get("env") or [] if e.get("name") != "NVIDIA_VISIBLE_DEVICES"),
+                        {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]
     (dist / "apps/online/deployment.online.cpu-hungry.yaml").write_text(yaml.safe_dump(doc))
     return dist
 
@@ -304,7 +307,8 @@ def _promtool_alert_fires(tmp: Path, sample: str) -> None:
              if GIVEN_UP_METRIC in f.read_text()]
     assert rules, f"no PrometheusRule in dist/ alerts on {GIVEN_UP_METRIC}"
     groups = [g for f in rules for g in yaml_load(f.read_text())["spec"]["groups"]]
-    alert = next(r for g in groups for r in g["rules"] if GIVEN_UP_METRIC in r.get("expr", "") and "alert" in r)
+    alert = next(r for g in groups for r in g["rules"] if r.get("alert") == "ColocateTFJobResubmissionGivenUp")
+    assert GIVEN_UP_METRIC in alert["expr"], alert
     (tmp / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
     metric, value = sample.rsplit(" ", 1)
     # Prometheus adds the target's job label at the scrape: the resubmitter's Service name, which its

@@ -159,7 +159,12 @@ def _tfjob(name: str, **worker_resources) -> dict:
         del specs[role]
     worker = specs["Worker"]
     worker["replicas"] = 1
-    worker["template"]["spec"]["containers"][0]["resources"] = worker_resources
+    container = worker["template"]["spec"]["containers"][0]
+    container["resources"] = worker_resources
+    if not any("nvidia.com/gpu" in (worker_resources.get(k) or {}) for k in ("requests", "limits")):
+        # No GPU on a GPU pool: it hides the node's, or the admission policy COL070 refuses it first.
+        container["env"] = [*(e for e in container.get("env") or [] if e.get("name") != "NVIDIA_VISIBLE_DEVICES"),
+                            {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]
     for volume in worker["template"]["spec"].get("volumes") or []:
         if "persistentVolumeClaim" in volume:  # the reference claim is tf-mnist-dist's
             volume["persistentVolumeClaim"]["claimName"] = "tf-mnist-dist-checkpoints"
@@ -198,6 +203,8 @@ def faults(tmp_path_factory):
     pod.pop("tolerations")
     pod["containers"][0]["securityContext"] = {"privileged": True}
     pod["containers"][0]["resources"] = {"limits": {"cpu": "1", "memory": "1Gi"}}
+    # No GPU: it hides the node's (COL070), so the fault it shows is Pod Security's.
+    pod["containers"][0]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]
     added["deployment.training.debug-shell.yaml"] = privileged
     # A training Deployment at the online priority: Argo CD cannot sync it past the policy.
     online = json.loads(json.dumps(privileged))
