@@ -226,7 +226,9 @@ def faults(tmp_path_factory):
     scenario = root / "shrunk-peak.yaml"
     scenario.write_text("description: online grows to 12 while half the GPU nodes are down\n"
                         "nodes: {online: -4, mixed: -4}\n"
-                        "scale: {Deployment/online/recsys-inference: 12}\n")
+                        "scale: {Deployment/online/recsys-inference: 12}\n"
+                        # One step, so the report carries Kueue's reason for each job it holds.
+                        "steps: [{name: settled}]\n")
     return simulate(str(dist), "--scenario", str(scenario))
 
 
@@ -258,16 +260,27 @@ def test_fault_job_without_a_queue_is_suspended_and_never_runs(faults):
     assert not [p for p in report["pods"] if p["name"].startswith("no-queue-")], report["pods"]
 
 
-def test_fault_request_above_its_limit(faults):
-    _, report = faults
-    found = _problems(report, "TFJob/training/request-over-limit")
-    assert any("must be less than or equal to memory limit" in m for m in found), found
+def _held(report, job: str) -> str:
+    """Kueue's reason for holding ``job`` (the step's QuotaReserved message); the job has no pod."""
+    assert report["tfjobs"][f"training/{job}"] == "Suspended", report["tfjobs"]
+    assert not [p for p in report["pods"] if p["name"].startswith(f"{job}-")], report["pods"]
+    return report["steps"][-1]["waiting_reason"].get(f"training/{job}", "")
 
 
-def test_fault_container_above_the_limitrange_maximum(faults):
+def test_fault_request_above_its_limit_is_never_admitted(faults):
+    # Kueue checks a workload's requests against its limits before admitting it, so the pod the
+    # API server would refuse is never made (kubernetes-sigs/kueue v0.10.6 pkg/scheduler/scheduler.go
+    # workload.ValidateResources).
     _, report = faults
-    found = _problems(report, "TFJob/training/over-limitrange")
-    assert any("maximum memory usage per Container is 126476Mi, but limit is 200Gi" in m for m in found), found
+    reason = _held(report, "request-over-limit")
+    assert "requests must not exceed it's limits" in reason, reason
+
+
+def test_fault_container_above_the_limitrange_maximum_is_never_admitted(faults):
+    # ... and against the namespace's LimitRange (workload.ValidateLimitRange).
+    _, report = faults
+    reason = _held(report, "over-limitrange")
+    assert "resources didn't satisfy LimitRange constraints" in reason, reason
 
 
 def test_fault_privileged_pod_where_pod_security_forbids_it(faults):
