@@ -337,15 +337,20 @@ def _queue(cp: ControlPlane, step: StepReport) -> None:
         conditions = {c["type"]: c.get("status") == "True" for c in listed}
         if conditions.get("Finished"):
             continue
-        if conditions.get("Admitted"):
+        # An evicted Workload keeps its admission until its job has stopped (kueue v0.10.6
+        # jobframework/reconciler.go): it already waits again.
+        if conditions.get("Admitted") and not conditions.get("Evicted"):
             step.queue_admitted += 1
             continue
         step.queue_waiting += 1
         owners = [o["name"] for o in workload["metadata"].get("ownerReferences") or [] if o.get("kind") == "TFJob"]
         job = f"{workload['metadata']['namespace']}/{owners[0] if owners else workload['metadata']['name']}"
         step.waiting_since[job] = workload["metadata"].get("creationTimestamp", "")
-        # QuotaReserved False says why (pkg/workload/workload.go UnsetQuotaReservationWithCondition).
-        step.waiting_reason[job] = next((c.get("message", "") for c in listed if c["type"] == "QuotaReserved"), "")
+        # QuotaReserved False says why (pkg/workload/workload.go UnsetQuotaReservationWithCondition);
+        # an eviction under way, Evicted (e.g. "Exceeded the PodsReady timeout", workload_controller.go).
+        said = [c.get("message", "") for c in listed if (c["type"], conditions[c["type"]]) in
+                {("Evicted", True), ("QuotaReserved", False)}]
+        step.waiting_reason[job] = "; ".join(dict.fromkeys(m for m in said if m))
 
 
 def _unschedulable(pod: Mapping[str, Any]) -> str:
