@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from colocate.mixin.config import eq, ne_value, nre, re_, sel
+from colocate.mixin.config import eq, ne, ne_value, nre, re_, sel
 from colocate.mixin.slo import LatencyGuard
 from colocate.model.names import WARNING
 
@@ -56,6 +56,13 @@ class Alerts(LatencyGuard):
         gpu_requests = sel("kube_pod_container_resource_requests", ksm, ns, eq("resource", "nvidia_com_gpu"))
         waiting_gpu_pods = (f"count(max by (namespace, pod) ({gpu_requests} > 0)"
                             f" * on (namespace, pod) max by (namespace, pod) ({pending} == 1))")
+        # A GPU handed to a pod carries its namespace/pod (honorLabels); the pod's TFJob comes from
+        # its training.kubeflow.org/job-name label, renamed to the TFJob alerts' label.
+        pod_job = (f'label_replace(max by (namespace, pod, {c.job_pod_label}) '
+                   f'({sel("kube_pod_labels", ksm, ns, ne(c.job_pod_label))}), '
+                   f'"{c.tfjob_label}", "$1", "{c.job_pod_label}", "(.+)")')
+        job_gpus_busiest = (f"max by (namespace, {c.tfjob_label}) (avg_over_time({sel('DCGM_FI_DEV_GPU_UTIL', self._dcgm, ns)}[5m])"
+                            f" * on (namespace, pod) group_left ({c.tfjob_label}) {pod_job})")
         return [
             _alert("ColocateNodeCPUHigh", f"{self.node_cpu_utilisation} > {c.cpu_high_ratio}", c.cpu_high_for,
                    summary=f"Node CPU above {c.cpu_high_ratio:.0%} for {c.cpu_high_for}.",
@@ -163,6 +170,18 @@ class Alerts(LatencyGuard):
                         "incarnations would write one checkpoint directory), taint it "
                         "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute; the pods go and the "
                         "resubmission goes on (docs/runbook-node-loss.md)."),
+            # Progress, not a deadline: a hung job (a deadlocked input pipeline, a worker waiting on
+            # a lost peer outside a GPU kernel) holds its GPUs idle. A hang inside an NCCL kernel
+            # keeps the GPU busy and is not seen here (docs/training.md).
+            _alert("ColocateTFJobHung", f"{job_gpus_busiest} < {c.hang_gpu_percent}", c.hang_for,
+                   summary=f"A running TFJob's GPUs have been idle for {c.hang_for}.",
+                   description=f"Every GPU of TFJob {{{{ $labels.namespace }}}}/{{{{ $labels.{c.tfjob_label} }}}} "
+                               f"averaged under {c.hang_gpu_percent}% for {c.hang_for}: it holds them and does "
+                               "not train.",
+                   hint="kubectl logs of its pods: a stalled input pipeline, or workers waiting for a peer that "
+                        "is gone. Delete the TFJob to free its GPUs; Argo CD re-creates it from git and it "
+                        "restores its last checkpoint. If the job really waits on purpose (a long download), "
+                        "give it its data before it asks for GPUs."),
             _alert("ColocateMixedGPUsIdleWhileTFJobsWait",
                    f"count by (node) (({idle_gpus} < {c.gpu_idle_percent}) * on (node) group_left () {mixed_nodes})"
                    f" and on () ({waiting_gpu_pods} > 0)",

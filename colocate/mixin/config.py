@@ -22,7 +22,7 @@ from typing import Any
 from colocate import promql
 from colocate.model.slo import LatencySlo
 from colocate.model.names import (BLOCKED_METRIC, DISRUPTION_ANNOTATION, TFJOB_ANNOTATION_LABEL, TFJOB_ANNOTATION_METRIC, DCGM_EXPORTER_JOB,
-                                  GIVEN_UP_METRIC, KUEUE_JOB, MAX_MEMORY_BURST, NAME_LABEL, POOL_LABEL,
+                                  GIVEN_UP_METRIC, JOB_NAME_LABEL, KUEUE_JOB, MAX_MEMORY_BURST, NAME_LABEL, POOL_LABEL,
                                   RESUBMISSIONS_METRIC, RESUBMITTER, TF_CONTAINER, TFJOB_CONDITION_LABEL,
                                   TFJOB_CONDITION_METRIC, TFJOB_NAME_METRIC_LABEL, TRAINING_OPERATOR_JOB)
 
@@ -164,6 +164,13 @@ class MixinConfig:
     #: GPU utilisation (percent, 5-minute average) below which a GPU counts as idle, and for how long.
     gpu_idle_percent: int = 10
     gpu_idle_for: str = "15m"
+    #: A running TFJob hangs when every GPU it holds averages under this (percent, 5 minutes) for
+    #: this long: progress, not a deadline (training-operator v1.7.0 restarts status.startTime on
+    #: every resume, so activeDeadlineSeconds bounds one night's run, docs/training.md).
+    hang_gpu_percent: int = 1
+    hang_for: str = "1h"
+    #: kube-state-metrics label of the pods' TFJob name label (needs the allowlist).
+    job_pod_label: str = sanitize_label(JOB_NAME_LABEL)
     #: Restarts within ``restart_window`` that count as restarting repeatedly.
     restarts: int = 3
     restart_window: str = "30m"

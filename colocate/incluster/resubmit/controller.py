@@ -16,7 +16,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
-from colocate.incluster.kube import TFJobs, refusal, status
+from colocate.incluster.kube import REQUEST_TIMEOUT, TFJobs, refusal, status
 from colocate.errors import ColocateError
 from colocate.model.names import (BLOCKED_METRIC, BLOCKED_REASON, DISRUPTION_ANNOTATION, DISRUPTION_REASONS,
                                    GAVE_UP_REASON, GIVEN_UP_METRIC, JOB_NAME_LABEL, RESUBMISSIONS_METRIC, RESUBMITTED_REASON, RESUBMITTER, TFJOB_GROUP,
@@ -123,11 +123,12 @@ class Resubmitter:
 
     def _pods_of(self, namespace: str, name: str) -> list[dict[str, Any]]:
         from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
 
         try:
             answer = self.core.list_namespaced_pod(namespace, label_selector=f"{JOB_NAME_LABEL}={name}",
-                                                   _preload_content=False)
-        except ApiException as exc:
+                                                   _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
+        except (ApiException, HTTPError, OSError) as exc:
             log.warning("pods of TFJob %s/%s: %s", namespace, name, refusal(exc))
             return []
         return json.loads(answer.data).get("items") or []
@@ -232,6 +233,7 @@ class Resubmitter:
 
     def _event(self, job: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
 
         meta = job["metadata"]
         now = datetime.now(timezone.utc)
@@ -243,8 +245,9 @@ class Resubmitter:
                 "type": type_, "reason": reason, "message": message, "count": 1,
                 "firstTimestamp": now.isoformat().replace("+00:00", "Z"),
                 "lastTimestamp": now.isoformat().replace("+00:00", "Z"),
-                "source": {"component": RESUBMITTER}, "reportingComponent": RESUBMITTER})
-        except ApiException as exc:
+                "source": {"component": RESUBMITTER}, "reportingComponent": RESUBMITTER},
+                _request_timeout=REQUEST_TIMEOUT)
+        except (ApiException, HTTPError, OSError) as exc:
             log.warning("Event %s on TFJob %s/%s: %s", reason, meta["namespace"], meta["name"], refusal(exc))
 
 

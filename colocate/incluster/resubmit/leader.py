@@ -2,7 +2,13 @@
 (kubernetes/client-go v0.28.15 tools/leaderelection/leaderelection.go): acquire when the Lease is
 free or its holder let it lapse, renew well within its duration, and stop acting as soon as a
 renewal fails past the deadline. Updates carry the read resourceVersion, so of two replicas that
-race for a lapsed Lease exactly one wins (the other gets 409 Conflict)."""
+race for a lapsed Lease exactly one wins (the other gets 409 Conflict).
+
+A holder has let the Lease lapse when its record has not changed for leaseDurationSeconds by this
+replica's own monotonic clock since it first saw that record (client-go ``observedTime``), never
+by comparing the holder's renewTime with the local wall clock: two nodes' clocks may disagree.
+Every call has a timeout shorter than the renew deadline, so a hung request cannot keep a replica
+acting after its Lease could have passed to the other."""
 from __future__ import annotations
 
 import logging
@@ -10,13 +16,14 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from colocate.incluster.resubmit.policy import parse_time
 
 log = logging.getLogger("colocate.resubmitter.leader")
 
 LEASE_SECONDS = 15     # client-go's LeaseDuration default
 RENEW_DEADLINE = 10.0  # client-go's RenewDeadline default
 RETRY_SECONDS = 2.0    # client-go's RetryPeriod default
+#: Per API call: a renewal that hangs fails in time for the next one within RENEW_DEADLINE.
+CALL_TIMEOUT = RENEW_DEADLINE / 2
 
 
 def _now() -> str:
@@ -24,18 +31,21 @@ def _now() -> str:
 
 
 class Lease:
-    def __init__(self, api, namespace: str, name: str, identity: str):
+    def __init__(self, api, namespace: str, name: str, identity: str, clock=time.monotonic):
         from kubernetes import client
 
         self.api = client.CoordinationV1Api(api)
         self.namespace, self.name, self.identity = namespace, name, identity
+        self._clock = clock
+        self._observed: tuple | None = None  # the holder's record as last read
+        self._observed_at = 0.0              # when this replica first read it (its own clock)
 
     def try_acquire_or_renew(self) -> bool:
         """One attempt; True when this identity holds the Lease afterwards."""
         from kubernetes.client.exceptions import ApiException
 
         try:
-            lease = self.api.read_namespaced_lease(self.name, self.namespace)
+            lease = self.api.read_namespaced_lease(self.name, self.namespace, _request_timeout=CALL_TIMEOUT)
         except ApiException as exc:
             if exc.status != 404:
                 raise
@@ -43,7 +53,7 @@ class Lease:
                     "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": LEASE_SECONDS,
                              "acquireTime": _now(), "renewTime": _now(), "leaseTransitions": 0}}
             try:
-                self.api.create_namespaced_lease(self.namespace, body)
+                self.api.create_namespaced_lease(self.namespace, body, _request_timeout=CALL_TIMEOUT)
                 return True
             except ApiException as exc2:
                 if exc2.status == 409:
@@ -51,11 +61,12 @@ class Lease:
                 raise
         spec = lease.spec
         ours = spec.holder_identity == self.identity
-        renewed = spec.renew_time
-        if isinstance(renewed, str):
-            renewed = parse_time(renewed)
-        lapsed = (not spec.holder_identity or renewed is None
-                  or (datetime.now(timezone.utc) - renewed).total_seconds() > (spec.lease_duration_seconds or LEASE_SECONDS))
+        record = (spec.holder_identity, str(spec.renew_time), str(spec.acquire_time), spec.lease_transitions,
+                  spec.lease_duration_seconds)
+        now = self._clock()
+        if record != self._observed:
+            self._observed, self._observed_at = record, now
+        lapsed = not spec.holder_identity or now >= self._observed_at + (spec.lease_duration_seconds or LEASE_SECONDS)
         if not ours and not lapsed:
             return False
         body = {"metadata": {"name": self.name, "namespace": self.namespace,
@@ -64,7 +75,7 @@ class Lease:
                          "acquireTime": _now() if not ours else spec.acquire_time,
                          "leaseTransitions": (spec.lease_transitions or 0) + (0 if ours else 1)}}
         try:
-            self.api.replace_namespaced_lease(self.name, self.namespace, body)
+            self.api.replace_namespaced_lease(self.name, self.namespace, body, _request_timeout=CALL_TIMEOUT)
             return True
         except ApiException as exc:
             if exc.status == 409:
@@ -74,13 +85,13 @@ class Lease:
     def release(self) -> None:
         """Give the Lease up on a clean stop, so the other replica takes over at once."""
         try:
-            lease = self.api.read_namespaced_lease(self.name, self.namespace)
+            lease = self.api.read_namespaced_lease(self.name, self.namespace, _request_timeout=CALL_TIMEOUT)
             if lease.spec.holder_identity == self.identity:
                 self.api.replace_namespaced_lease(self.name, self.namespace, {
                     "metadata": {"name": self.name, "namespace": self.namespace,
                                  "resourceVersion": lease.metadata.resource_version},
                     "spec": {"holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": _now(),
-                             "leaseTransitions": lease.spec.lease_transitions or 0}})
+                             "leaseTransitions": lease.spec.lease_transitions or 0}}, _request_timeout=CALL_TIMEOUT)
         except Exception as exc:  # noqa: BLE001 - best effort on the way out; the Lease lapses anyway
             log.warning("could not release the Lease: %s", exc)
 

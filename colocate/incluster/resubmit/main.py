@@ -11,7 +11,7 @@ import threading
 import uuid
 from dataclasses import dataclass
 
-from colocate.incluster.kube import api_client
+from colocate.incluster.kube import REQUEST_TIMEOUT, api_client
 from colocate.model.names import RESUBMITTER
 from colocate.incluster.resubmit import policy
 from colocate.incluster.resubmit.controller import Metrics, Resubmitter, register
@@ -88,6 +88,14 @@ def run(options: Options) -> int:
     settings.persistence.finalizer = f"{RESUBMITTER}.colocate.io/unused"  # no handler needs one
     # Namespaced Roles only: no cluster-wide scan of CRDs and namespaces (the --namespace names are exact).
     settings.scanning.disabled = True
+    # No call without a timeout. kopf's watches have none by default and the API server ends a
+    # watch only after 30 to 60 min (--min-request-timeout 1800 s, apiserver endpoints/handlers
+    # get.go): a silently dropped connection is found and the watch re-listed within minutes.
+    settings.networking.connect_timeout = 10
+    settings.networking.request_timeout = REQUEST_TIMEOUT
+    settings.watching.connect_timeout = 10
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
     try:
         kopf.run(loop=loop, registry=registry, settings=settings, standalone=True,
                  namespaces=list(options.namespaces), stop_flag=stop)
