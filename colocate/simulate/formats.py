@@ -76,6 +76,7 @@ def _sections(obs: Observation) -> list[tuple[str, list[str]]]:
         ("Resubmitted (colocate resubmitter)", [f"{name}: {m}" for name, msgs in sorted(obs.resubmissions.items())
                                                 for m in msgs]),
         ("Given up (resubmission cap)", [f"{name}: {m}" for name, msgs in sorted(obs.given_up.items()) for m in msgs]),
+        ("Partly placed TFJobs (GPUs held while other pods of the job wait)", _partly_placed(obs)),
         ("Steps", _step_lines(obs)),
         ("Night allocation", headline(obs)),
         ("Argo CD Applications", [f"{a.name}: " + ("not rendered offline" if a.offline else f"{a.sync}, {a.health}")
@@ -103,6 +104,17 @@ def _step_lines(obs: Observation) -> list[str]:
                    + "".join(f"\n    BLOCKED {b}" for b in st.blocked)
                    + "".join(f"\n    {BLOCKED_METRIC} {{{b}}} 1" for b in st.blocked_gauge))
     return out
+
+
+def _partly_placed(obs: Observation) -> list[str]:
+    """Per step, each TFJob some of whose pods run while others wait, with the GPUs they hold.
+    Kueue's waitForPodsReady does not free them: v1.7.0 calls a TFJob Running once one Chief or
+    Worker pod runs (docs/queue.md). At hourly steps a job seen twice in a row held them an hour."""
+    lines = [f"{st.name}: {job} holds {gpus} GPU(s)" for st in obs.steps for job, gpus in st.partly_placed.items()]
+    if lines and obs.hourly:
+        lines.append(f"{sum(sum(st.partly_placed.values()) for st in obs.steps) * 60} GPU-minutes, counting each "
+                     "hour step as the hour it starts")
+    return lines
 
 
 def _queue(st) -> str:

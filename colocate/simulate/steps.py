@@ -62,6 +62,9 @@ class StepReport:
     unplaced_online: list[str] = field(default_factory=list)
     training_running: int = 0
     training_pending: int = 0
+    #: Per TFJob with pods placed and pods waiting: the GPUs its placed pods hold (all-reduce
+    #: waits for every worker, so they hold them doing nothing).
+    partly_placed: dict[str, int] = field(default_factory=dict)
     #: Replicas of suspended TFJobs (their pods are gone while paused).
     training_suspended: int = 0
     #: Kueue's Workloads (when it admits training): admitted and not finished, and waiting in the
@@ -270,6 +273,8 @@ def report(cp: ControlPlane, step: StepReport, index: int, tiers: Mapping[str, s
             if tier_of(template, tiers) == "online":
                 step.online_desired += int(w["spec"].get("replicas", 1))
                 online_ns.add(w["metadata"]["namespace"])
+    held: dict[str, int] = {}  # per TFJob, GPUs of its placed pods
+    waiting: set[str] = set()  # TFJobs with a pod not placed
     for pod in pods:
         if pod["metadata"].get("deletionTimestamp") or pod.get("status", {}).get("phase") in _DONE:
             continue
@@ -281,11 +286,15 @@ def report(cp: ControlPlane, step: StepReport, index: int, tiers: Mapping[str, s
             else:
                 step.unplaced_online.append(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}: "
                                             + _unschedulable(pod))
-        if JOB_NAME_LABEL in (pod["metadata"].get("labels") or {}):
+        if job := (pod["metadata"].get("labels") or {}).get(JOB_NAME_LABEL):
+            key = f"{pod['metadata']['namespace']}/{job}"
             if placed:
                 step.training_running += 1
+                held[key] = held.get(key, 0) + pod_resources(pod["spec"]).gpus
             else:
                 step.training_pending += 1
+                waiting.add(key)
+    step.partly_placed = {job: held[job] for job in sorted(waiting & held.keys())}
     for job in cp.items("/apis/kubeflow.org/v1/tfjobs"):
         name = f"{job['metadata']['namespace']}/{job['metadata']['name']}"
         step.tfjobs[name] = tfjob_state(job)

@@ -83,3 +83,11 @@ def test_the_next_night_admits_the_held_jobs_and_the_job_merged_by_day(run):
     assert final["training/late-eval"] == "Running", final
     assert set(final.values()) <= {"Running", "Succeeded"}, final
     assert not report["failed_jobs"] and not report["given_up"], report
+
+
+def test_no_job_holds_gpus_while_its_other_pods_wait(run):
+    # Kueue admits a job only when the quota holds all its pods, and the quota is the pool's
+    # allocatable: no step sees a job with pods placed and pods waiting (docs/queue.md).
+    steps, _ = run
+    partly = {name: st["partly_placed"] for name, st in steps.items() if st["partly_placed"]}
+    assert not partly, partly
