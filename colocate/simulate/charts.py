@@ -256,11 +256,11 @@ def _table(title: str, header: list[str], rows: list[list[str]]) -> str:
 def html(rows: Sequence[PoolHour], title: str,
          tables: Sequence[tuple[str, list[str], list[list[str]]]] = ()) -> str:
     """A whole HTML page, self-contained: the per-pool charts as inline SVG, then each table
-    (title, header, rows). Its Content-Security-Policy forbids loading anything, so a browser
-    makes no request for it."""
+    (title, header, rows). No rows, no charts: a scenario of named steps has no hours to draw.
+    Its Content-Security-Policy forbids loading anything, so a browser makes no request for it."""
     esc = _html.escape
     parts = []
-    for index, chart in enumerate(pool_charts(rows)):
+    for index, chart in enumerate(pool_charts(rows) if rows else []):
         parts.append(f"<h2>Pool {esc(chart.pool)}</h2>\n<figure>\n{_svg(chart, index)}\n"
                      f"<figcaption>Requests placed on the pool's nodes, in % of their allocatable, by hour."
                      f"</figcaption>\n</figure>")
