@@ -12,6 +12,9 @@ Bars are the total rather than the offline share because Mermaid draws a bar of 
 its 0 tick (the axis's outer padding), which would show training where there is none.
 Output is deterministic: the same rows give the same bytes.
 
+With a queue (queue_chart.QueueChart) both views add its chart after the pools', drawn by the
+same code: a chart here is anything with hours, y_max, y_label, series() and legend().
+
 matplotlib is imported only inside html(), so importing this module (and `colocate check`, which
 never draws) does not pay for it.
 """
@@ -23,6 +26,10 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:   # queue_chart takes its colours from here
+    from colocate.simulate.queue_chart import QueueChart
 
 #: The resources a row may carry, in the order the charts draw them, and their units.
 RESOURCES = ("cpu", "memory", "gpu")
@@ -59,6 +66,7 @@ class PoolChart:
     totals: dict[str, tuple[float, ...]]   # resource -> all tiers' requests, % of allocatable
     key: str                              # the bars' resource: "gpu" when the pool has GPUs, else "cpu"
     offline: tuple[float, ...]            # the offline tier's requests of the key resource, %
+    y_label: ClassVar[str] = "% of allocatable"
 
     @property
     def y_max(self) -> int:
@@ -157,32 +165,39 @@ def _mermaid_text(text: str) -> str:
 
 
 def _number(value: float) -> str:
-    return f"{value:.1f}"
+    """A count as itself (jobs), a percentage to a tenth."""
+    return str(value) if isinstance(value, int) else f"{value:.1f}"
 
 
-def _mermaid_chart(chart: PoolChart, title: str) -> str:
+def _mermaid_chart(chart: PoolChart | QueueChart, title: str) -> str:
     palette = ", ".join(hex_ for _, hex_, _ in chart.legend())
     # The init directive (not front matter) so GitHub's Mermaid applies the palette too.
     lines = ['%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "' + palette + '"}}}}%%',
              "xychart-beta",
-             f'    title "{_mermaid_text(f"{chart.pool}: {title}")}"',
+             f'    title "{_mermaid_text(title)}"',
              '    x-axis "hour" [' + ", ".join(f'"{h:02d}"' for h in chart.hours) + "]",
-             f'    y-axis "% of allocatable" 0 --> {chart.y_max}']
+             f'    y-axis "{chart.y_label}" 0 --> {chart.y_max}']
     lines += [f"    {kind} [" + ", ".join(_number(v) for v in values) + "]" for kind, _, values in chart.series()]
     return "\n".join(lines)
 
 
-def _caption(chart: PoolChart) -> str:
+def _caption(chart: PoolChart | QueueChart) -> str:
     return "; ".join(f"{colour} {text}" for colour, _, text in chart.legend())
 
 
-def mermaid(rows: Sequence[PoolHour], title: str = DEFAULT_TITLE) -> str:
-    """Markdown: per pool a ```mermaid xychart-beta block, x the hours, y % of allocatable, and a
-    line under it saying which series is which (xychart-beta draws no legend)."""
-    out = []
-    for chart in pool_charts(rows):
-        out.append(f"```mermaid\n{_mermaid_chart(chart, title)}\n```\n\n"
-                   f"*Pool {_markdown_code(chart.pool)}, % of allocatable by hour, in order: {_caption(chart)}.*\n")
+def _mermaid_block(chart: PoolChart | QueueChart, title: str, about: str) -> str:
+    """A ```mermaid block and a line under it saying which series is which (xychart-beta draws
+    no legend)."""
+    return f"```mermaid\n{_mermaid_chart(chart, title)}\n```\n\n*{about}, in order: {_caption(chart)}.*\n"
+
+
+def mermaid(rows: Sequence[PoolHour], title: str = DEFAULT_TITLE, queue: QueueChart | None = None) -> str:
+    """Markdown: per pool an xychart-beta block, x the hours, y % of allocatable; then the
+    queue's, y jobs, when there is one."""
+    out = [_mermaid_block(chart, f"{chart.pool}: {title}", f"Pool {_markdown_code(chart.pool)}, % of allocatable by hour")
+           for chart in pool_charts(rows)]
+    if queue is not None:
+        out.append(_mermaid_block(queue, queue.title, queue.about))
     return "\n".join(out)
 
 
@@ -207,12 +222,13 @@ th { background: #f3f4f6; }
 """
 
 
-def _svg(chart: PoolChart, index: int) -> str:
-    """One pool's chart as an inline <svg>: matplotlib (imported here, not at module import), text
+def _svg(chart: PoolChart | QueueChart, index: int, name: str) -> str:
+    """One chart as an inline <svg> labelled ``name``: matplotlib (imported here, not at module import), text
     as paths so no font is needed, fixed hash salt and no date, so the bytes repeat; every id is
     prefixed so several charts can share one page."""
     import matplotlib
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     with matplotlib.rc_context({"svg.hashsalt": f"colocate-chart-{index}", "svg.fonttype": "path",
                                 "font.family": "DejaVu Sans", "font.size": 9, "axes.unicode_minus": False}):
@@ -230,7 +246,9 @@ def _svg(chart: PoolChart, index: int) -> str:
         ax.set_ylim(0, chart.y_max)
         ax.set_xticks(x, [f"{h:02d}" for h in x])
         ax.set_xlabel("hour")
-        ax.set_ylabel("% of allocatable")
+        ax.set_ylabel(chart.y_label)
+        if all(isinstance(v, int) for _, _, values in chart.series() for v in values):
+            ax.yaxis.set_major_locator(MaxNLocator(nbins="auto", integer=True))   # counts: no tick at half a job
         ax.grid(axis="y", color="#e5e7eb", zorder=0)
         # In drawing order, like the Mermaid caption (matplotlib would put the lines first).
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=2, frameon=False)
@@ -242,8 +260,13 @@ def _svg(chart: PoolChart, index: int) -> str:
     svg = re.sub(r'\bid="', f'id="{prefix}', svg)
     svg = re.sub(r'href="#', f'href="#{prefix}', svg)
     svg = svg.replace("url(#", f"url(#{prefix}")
-    name = _html.escape(f"pool {chart.pool}: {_caption(chart)}", quote=True)
-    return svg.replace("<svg ", f'<svg role="img" aria-label="{name}" ', 1)
+    label = _html.escape(f"{name}: {_caption(chart)}", quote=True)
+    return svg.replace("<svg ", f'<svg role="img" aria-label="{label}" ', 1)
+
+
+def _figure(heading: str, svg: str, caption: str) -> str:
+    esc = _html.escape
+    return f"<h2>{esc(heading)}</h2>\n<figure>\n{svg}\n<figcaption>{esc(caption, quote=False)}</figcaption>\n</figure>"
 
 
 def _table(title: str, header: list[str], rows: list[list[str]]) -> str:
@@ -254,16 +277,18 @@ def _table(title: str, header: list[str], rows: list[list[str]]) -> str:
 
 
 def html(rows: Sequence[PoolHour], title: str,
-         tables: Sequence[tuple[str, list[str], list[list[str]]]] = ()) -> str:
-    """A whole HTML page, self-contained: the per-pool charts as inline SVG, then each table
-    (title, header, rows). Its Content-Security-Policy forbids loading anything, so a browser
-    makes no request for it."""
+         tables: Sequence[tuple[str, list[str], list[list[str]]]] = (), queue: QueueChart | None = None) -> str:
+    """A whole HTML page, self-contained: the per-pool charts as inline SVG, the queue's when
+    there is one, then each table (title, header, rows). No rows, no pool charts: a scenario of
+    named steps has no hours to draw. Its Content-Security-Policy forbids loading anything, so a
+    browser makes no request for it."""
     esc = _html.escape
-    parts = []
-    for index, chart in enumerate(pool_charts(rows)):
-        parts.append(f"<h2>Pool {esc(chart.pool)}</h2>\n<figure>\n{_svg(chart, index)}\n"
-                     f"<figcaption>Requests placed on the pool's nodes, in % of their allocatable, by hour."
-                     f"</figcaption>\n</figure>")
+    pools = pool_charts(rows) if rows else []
+    parts = [_figure(f"Pool {chart.pool}", _svg(chart, index, f"pool {chart.pool}"),
+                     "Requests placed on the pool's nodes, in % of their allocatable, by hour.")
+             for index, chart in enumerate(pools)]
+    if queue is not None:
+        parts.append(_figure("Queue", _svg(queue, len(pools), "queue"), queue.caption))
     parts += [_table(*table) for table in tables]
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"

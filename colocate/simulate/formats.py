@@ -11,6 +11,7 @@ from colocate.model.names import BLOCKED_METRIC, GPU
 from colocate.simulate import charts
 from colocate.simulate.charts import OFFLINE
 from colocate.simulate.observe import Observation
+from colocate.simulate.queue_chart import queue_chart
 
 
 #: Why a preempted TFJob fails instead of waiting (docs/resubmission.md).
@@ -172,7 +173,7 @@ def _rows(obs: Observation) -> list:
 def to_markdown(obs: Observation, logs: Path | None = None) -> str:
     out = [f"### colocate simulate: scenario `{obs.scenario}`", "", f"**{_verdict(obs)}** ({obs.seconds:.1f} s)"]
     if obs.hourly and obs.steps:
-        out += ["", charts.mermaid(_rows(obs)).rstrip()]
+        out += ["", charts.mermaid(_rows(obs), queue=queue_chart(obs.steps)).rstrip()]
     for title, lines in _sections(obs):
         if lines:
             out += ["", f"#### {title}", ""] + [f"- {line}" for line in lines]
@@ -204,7 +205,9 @@ def to_html(obs: Observation, logs: Path | None = None) -> str:
     title = f"colocate simulate, scenario {obs.scenario}: {_verdict(obs)}"
     if logs:
         tables.append(("Logs", [""], [[f"Component logs kept in {logs}"]]))
-    return charts.html(_rows(obs) if obs.hourly else [], title, tables)
+    if not obs.hourly:   # named steps (night, peak): no hours to draw
+        return charts.html([], title, tables)
+    return charts.html(_rows(obs), title, tables, queue=queue_chart(obs.steps))
 
 
 FORMATS = {"text": to_text, "json": to_json, "markdown": to_markdown, "html": to_html}

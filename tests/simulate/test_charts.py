@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from colocate import ROOT
+from colocate.simulate import queue_chart
 from colocate.simulate.charts import (BAR_COLOURS, LINE_COLOURS, OFFLINE, PoolHour, html, mermaid,
                                       pool_charts)
+from colocate.simulate.queue_chart import QueueChart
 from tests.helpers import run
 
 HOURS = range(25)
@@ -60,6 +62,11 @@ def day() -> list[PoolHour]:
             PoolHour(h, "monitoring", "memory", {"monitoring": 20 + 6 * load}, 60),
         ]
     return rows
+
+
+#: Kueue's queue over the day: full at night, held (nothing admitted) while training is paused.
+QUEUE = QueueChart(tuple(HOURS), tuple(0 if _training(h) == 0 else 3 + h % 2 for h in HOURS),
+                   tuple(2 + (h >= 10) for h in HOURS))
 
 
 #: Quotes, a line break, a Mermaid comment marker, Markdown and HTML: all must come out as text.
@@ -174,7 +181,7 @@ def test_mermaid_renders_with_mmdc_in_chromium(tmp_path):
     tool, browser = mmdc(), chromium()
     rows = day()
     markdown = tmp_path / "day.md"
-    markdown.write_text(mermaid(rows, TITLE))
+    markdown.write_text(mermaid(rows, TITLE, queue=QUEUE))
     config = tmp_path / "puppeteer.json"
     # --no-sandbox: Chromium's sandbox refuses to run as root, as we do here and in CI.
     config.write_text(json.dumps({"executablePath": browser, "args": ["--no-sandbox", *OFFLINE_ARGS]}))
@@ -209,6 +216,17 @@ def test_mermaid_renders_with_mmdc_in_chromium(tmp_path):
         assert non_white_fraction(png) > 0.05, f"{png} is (nearly) blank"
         assert coloured_pixels(png, BAR_COLOURS[chart.key][1]) > 1000, f"{png}: no bars"
 
+    # The queue's chart comes last: two lines, no bars, in the caption's colours, y in jobs.
+    svg = ET.parse(tmp_path / f"out-svg-{index + 1}.svg").getroot()
+    groups = {g.get("class"): g for g in svg.iter(f"{SVG}g") if g.get("class")}
+    assert not [name for name in groups if name.startswith("bar-plot-")]
+    lines = [g for name, g in groups.items() if name.startswith("line-plot-")]
+    assert [g.find(f"{SVG}path").get("stroke") for g in lines] == [hex_ for _, hex_, _ in QUEUE.legend()]
+    texts = ["".join(t.itertext()) for t in svg.iter(f"{SVG}text")]
+    assert QUEUE.title in texts and "jobs" in texts
+    png = tmp_path / f"out-png-{index + 1}.png"
+    assert coloured_pixels(png, queue_chart.COLOURS["waiting"][1]) > 200, f"{png}: no waiting line"
+
 
 def _net_requests(netlog: Path) -> list[str]:
     """URLs of the requests a page made, from Chromium's net log: those with an initiator (the
@@ -235,17 +253,19 @@ def _load_page(browser: str, page: Path, out: Path) -> tuple[str, list[str]]:
 def test_html_page_loads_offline_in_chromium(tmp_path):
     browser = chromium()
     page = tmp_path / "day.html"
-    page.write_text(html(day(), TITLE, [("Hours", ["hour", "online pods"], [[f"{h:02d}", "3"] for h in HOURS])]))
+    page.write_text(html(day(), TITLE, [("Hours", ["hour", "online pods"], [[f"{h:02d}", "3"] for h in HOURS])],
+                         queue=QUEUE))
     started = time.monotonic()
     dom, requests = _load_page(browser, page, tmp_path / "day.png")
     print(f"chromium: {time.monotonic() - started:.1f}s for the DOM and the screenshot, in {tmp_path}")
 
-    assert dom.count("<svg ") == 3 and "<table>" in dom
+    assert dom.count("<svg ") == 4 and "<table>" in dom
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", dom)
     assert requests == []
     shot = tmp_path / "day.png"
     assert non_white_fraction(shot) > 0.05, "the screenshot is (nearly) blank"
-    for colour in (BAR_COLOURS["gpu"][1], BAR_COLOURS["cpu"][1], LINE_COLOURS[OFFLINE][1]):
+    for colour in (BAR_COLOURS["gpu"][1], BAR_COLOURS["cpu"][1], LINE_COLOURS[OFFLINE][1],
+                   queue_chart.COLOURS["waiting"][1]):
         assert coloured_pixels(shot, colour) > 200, f"no {colour} in {shot}"
 
     # The request check can fail: the same page with an outside image (and without its CSP) is
