@@ -91,3 +91,13 @@ def test_no_job_holds_gpus_while_its_other_pods_wait(run):
     steps, _ = run
     partly = {name: st["partly_placed"] for name, st in steps.items() if st["partly_placed"]}
     assert not partly, partly
+
+
+def test_the_resume_admits_in_order_as_far_as_jobs_fit(run):
+    # BestEffortFIFO (docs/queue.md): the held jobs come back in creation order, and one that does
+    # not fit what is left lets a later, smaller one in; it waits for the quota, nothing else.
+    steps, _ = run
+    resumed = steps[f"{-(-load().schedule.resume_at // 60):02d}:00"]
+    assert "training/late-eval" not in resumed["waiting_since"], resumed
+    for job, reason in resumed["waiting_reason"].items():
+        assert "insufficient unused quota for nvidia.com/gpu" in reason, (job, reason)
