@@ -7,10 +7,13 @@ kubernetes-sigs/kueue v0.10.6 pkg/queue/cluster_queue.go; a job that does not fi
 one in). Order is by name, the order Argo CD creates objects of one kind and wave in
 (gitops-engine pkg/sync/sync_tasks.go); Kueue's is creation time, the same on a first sync.
 Jobs that never end in one night are not modelled: this is what the first night can start.
+A job that waits is suspended (Kueue keeps ``runPolicy.suspend``): it has no pod, so neither its
+pool nor its namespace's ResourceQuota counts it until it is admitted (``admitted_only``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 from colocate.checker import manifests
 from colocate.checker.manifests import Doc
@@ -41,28 +44,78 @@ class QueueUse:
     def waiting(self) -> tuple[QueuedJob, ...]:
         return tuple(j for j in self.jobs if j.waits)
 
+    @property
+    def admitted(self) -> tuple[QueuedJob, ...]:
+        return tuple(j for j in self.jobs if not j.waits)
+
+    @property
+    def waiting_gpus(self) -> int:
+        return sum(j.requests.gpus for j in self.waiting)
+
+
+@dataclass(frozen=True)
+class QueueDelta:
+    """One ClusterQueue before and after a change (None where that tree does not have it)."""
+
+    cluster_queue: str
+    before: QueueUse | None
+    after: QueueUse | None
+
+    @property
+    def newly_waiting(self) -> tuple[QueuedJob, ...]:
+        """Jobs that wait after the change and did not before: new jobs past the night's quota,
+        or jobs that other jobs, or a smaller quota, now push out of the first night."""
+        was = {j.name for j in self.before.waiting} if self.before else set()
+        return tuple(j for j in (self.after.waiting if self.after else ()) if j.name not in was)
+
+    @property
+    def newly_admitted(self) -> tuple[QueuedJob, ...]:
+        """Jobs that waited before the change and the first night now starts."""
+        was = {j.name for j in self.before.waiting} if self.before else set()
+        return tuple(j for j in (self.after.admitted if self.after else ()) if j.name in was)
+
+
+def deltas(before: list[QueueUse], after: list[QueueUse]) -> list[QueueDelta]:
+    """Every ClusterQueue of either side, by name."""
+    old, new = {q.cluster_queue: q for q in before}, {q.cluster_queue: q for q in after}
+    return [QueueDelta(name, old.get(name), new.get(name)) for name in sorted(set(old) | set(new))]
+
+
+def nominal_quotas(doc: Doc) -> Iterator[tuple[str, str, object]]:
+    """(field path, resource name, nominalQuota) of each resource of a ClusterQueue's flavors;
+    a part of another shape counts as absent (the schema check reports it)."""
+    spec = doc.obj.get("spec")
+    groups = spec.get("resourceGroups") if isinstance(spec, dict) else None
+    for g, group in enumerate(groups if isinstance(groups, list) else []):
+        flavors = group.get("flavors") if isinstance(group, dict) else None
+        for f, flavor in enumerate(flavors if isinstance(flavors, list) else []):
+            resources = flavor.get("resources") if isinstance(flavor, dict) else None
+            for r, resource in enumerate(resources if isinstance(resources, list) else []):
+                if isinstance(resource, dict) and "nominalQuota" in resource:
+                    yield (f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}].nominalQuota",
+                           str(resource.get("name")), resource["nominalQuota"])
+
 
 def _quota(doc: Doc) -> Resources:
     total = {"cpu": 0, "memory": 0, GPU: 0}
-    for group in (doc.obj.get("spec") or {}).get("resourceGroups") or []:
-        for flavor in group.get("flavors") or []:
-            for resource in flavor.get("resources") or []:
-                name, value = resource.get("name"), resource.get("nominalQuota")
-                if name == "cpu":
-                    total["cpu"] += quantity.millicores(value)
-                elif name == "memory":
-                    total["memory"] += quantity.to_bytes(value)
-                elif name == GPU:
-                    total[GPU] += int(quantity.parse(value))
+    for _, name, value in nominal_quotas(doc):
+        if name == "cpu":
+            total["cpu"] += quantity.millicores(value)
+        elif name == "memory":
+            total["memory"] += quantity.to_bytes(value)
+        elif name == GPU:
+            total[GPU] += int(quantity.parse(value))
     return Resources(total["cpu"], total["memory"], total[GPU])
 
 
 def queues(docs: list[Doc]) -> list[QueueUse]:
     """One entry per ClusterQueue in ``docs``, sorted by name; none without Kueue."""
-    local = {(d.namespace, d.name): (d.obj.get("spec") or {}).get("clusterQueue") for d in docs if d.kind == "LocalQueue"}
+    local = {(d.namespace, d.name): _spec(d).get("clusterQueue") for d in docs if d.kind == "LocalQueue"
+             and isinstance(_spec(d).get("clusterQueue"), str)}
     asked: dict[str, list[tuple[str, Resources]]] = {}
     for doc in sorted((d for d in docs if d.kind == "TFJob"), key=lambda d: (d.namespace, d.name)):
-        queue = local.get((doc.namespace, ((doc.obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL)))
+        label = doc.labels.get(QUEUE_NAME_LABEL)
+        queue = local.get((doc.namespace, label)) if isinstance(label, str) else None
         if queue:
             requests = sum((pod_resources(p.spec).times(replicas(p, 0)) for p in manifests.pod_specs(doc)), ZERO)
             asked.setdefault(queue, []).append((f"{doc.namespace}/{doc.name}", requests))
@@ -77,3 +130,15 @@ def queues(docs: list[Doc]) -> list[QueueUse]:
             jobs.append(QueuedJob(name, requests, waits=not fits))
         out.append(QueueUse(doc.name, quota, tuple(jobs)))
     return out
+
+
+def _spec(doc: Doc) -> dict:
+    spec = doc.obj.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def admitted_only(docs: list[Doc], uses: list[QueueUse]) -> list[Doc]:
+    """``docs`` without the TFJobs that wait in a queue: suspended, they have no pod to place or to
+    count against their namespace's quota until Kueue admits them."""
+    waiting = {j.name for q in uses for j in q.waiting}
+    return [d for d in docs if not (d.kind == "TFJob" and f"{d.namespace}/{d.name}" in waiting)]
