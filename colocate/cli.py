@@ -255,8 +255,9 @@ def _capacity(args: argparse.Namespace) -> int:
     if not docs:
         raise InputError(args.path, "", "no Kubernetes objects found: name a dist/ folder")
     quantities.check(docs)
-    pools = usage.reference_pools(Path(args.config) if args.config else None)
-    queues = queue.queues(docs)
+    config = Path(args.config) if args.config else None
+    pools = usage.reference_pools(config)
+    queues = queue.queues(docs, queue.night_hours(config))
     waiting = {j.name for q in queues for j in q.waiting}
     running = queue.admitted_only(docs, queues)
     usage, uses = usage.usage(running, pools), quota.uses(running, pools)

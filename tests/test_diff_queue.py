@@ -5,7 +5,10 @@ past tonight's quota waits; it is no pool or quota overrun.
 
 The trees are the reference dist/, committed, and the working tree with two more copies of
 recsys-train (4 GPU Workers each): the reference's jobs ask for 8 of the ClusterQueue's 12 GPUs,
-so the first copy fits (12 of 12) and the second, later in name order, waits."""
+so the first copy fits (12 of 12) and the second, later in name order, waits. The waiting copy
+expects 2.5 hours (the ``colocate.io/expected-hours`` a job file's ``expectedHours`` becomes):
+4 GPUs x 2.5 h = 10 GPU-hours, against the night's 12 GPUs x 9 h 50 min (22:00 to the 07:50
+pause in colocate.yaml) = 118."""
 from __future__ import annotations
 
 import json
@@ -15,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from colocate import ROOT
-from colocate.model.names import GPU
+from colocate.model.names import EXPECTED_HOURS_ANNOTATION, GPU
 from tests.helpers import colocate, git, yaml_load
 
 TRAINING = Path("apps/training")
@@ -31,10 +34,13 @@ def _committed_dist(repo: Path) -> Path:
     return repo / "dist"
 
 
-def _add_job(dist: Path, name: str, like: str = "recsys-train") -> None:
+def _add_job(dist: Path, name: str, like: str = "recsys-train", hours: str | None = None) -> None:
     text = (dist / TRAINING / f"tfjob.training.{like}.yaml").read_text()
-    assert f"  name: {like}\n" in text
-    (dist / TRAINING / f"tfjob.training.{name}.yaml").write_text(text.replace(f"  name: {like}\n", f"  name: {name}\n"))
+    assert f"  name: {like}\n" in text and "  annotations:\n" in text
+    text = text.replace(f"  name: {like}\n", f"  name: {name}\n")
+    if hours is not None:
+        text = text.replace("  annotations:\n", f"  annotations:\n    {EXPECTED_HOURS_ANNOTATION}: '{hours}'\n")
+    (dist / TRAINING / f"tfjob.training.{name}.yaml").write_text(text)
 
 
 def _diff(repo: Path, *args: str, code: int = 0):
@@ -50,8 +56,8 @@ def repo(tmp_path_factory) -> Path:
     dist = _committed_dist(repo)
     quota = yaml_load((dist / QUEUE).read_text())["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
     assert int({r["name"]: r["nominalQuota"] for r in quota}[GPU]) == 12, "the figures below assume 12 GPUs"
-    for name in (FITS, WAITS):
-        _add_job(dist, name)
+    _add_job(dist, FITS)
+    _add_job(dist, WAITS, hours="2.5")
     return repo
 
 
@@ -67,6 +73,9 @@ def test_json_gives_each_side_of_the_queue_and_the_job_that_newly_waits(repo):
     assert [j["name"] for j in queue["newlyWaiting"]] == [f"training/{WAITS}"]
     assert queue["newlyWaiting"][0]["requests"]["gpus"] == 4
     assert queue["newlyAdmitted"] == []
+    assert queue["newlyWaiting"][0]["hours"] == 2.5
+    assert (before["waitingGpuHours"], after["waitingGpuHours"]) == (0, 10) and after["unestimated"] == []
+    assert after["nightHours"] == pytest.approx(9 + 50 / 60) and after["nightGpuHours"] == pytest.approx(118)
     # The waiting job is suspended: the pool and the namespace's quota hold the admitted 12 GPUs,
     # not 16 (past the mixed pool's 12 and the quota's 12: the change would read as a failure).
     gpus = {(d["tier"], d["after"]) for d in doc["capacity"] if d["pool"] == "mixed" and d["resource"] == GPU}
@@ -82,16 +91,17 @@ def test_text_says_the_job_waits_in_the_queue_not_that_a_pool_is_over(repo):
     headline = text.splitlines()[0]
     assert headline.endswith("; 1 job newly waits in the queue"), headline
     assert "over allocatable" not in headline and "quotas exceeded" not in headline, headline
-    assert f"  training: jobs 3 -> 5, admitted 3 -> 4, waiting 0 -> 1; {GPU} waiting 0 -> 4 of quota 12\n" in text, text
-    assert f"    + training/{WAITS} (4 {GPU}) waits in the queue: " in text, text
+    assert (f"  training: jobs 3 -> 5, admitted 3 -> 4, waiting 0 -> 1; {GPU} waiting 0 -> 4 of quota 12; "
+            "GPU-hours waiting 0 -> 10 of the night's 118\n") in text, text
+    assert f"    + training/{WAITS} (4 {GPU} x 2.5 h = 10 GPU-hours) waits in the queue: " in text, text
     assert f"training/{FITS} (" not in text, "the job that fits the night does not wait"
 
 
 def test_markdown_has_the_queue_table_and_names_the_waiting_job(repo):
     text = _diff(repo, "--format", "markdown").stdout
     assert "#### Training queue" in text, text
-    assert "| training | 3 → 5 | 3 → 4 | 0 → 1 | 0 → 4 | 12 |" in text, text
-    assert f"- ⏳ training/{WAITS} (4 {GPU}) waits in the queue: " in text, text
+    assert "| training | 3 → 5 | 3 → 4 | 0 → 1 | 0 → 4 | 12 | 0 → 10 | 118 |" in text, text
+    assert f"- ⏳ training/{WAITS} (4 {GPU} x 2.5 h = 10 GPU-hours) waits in the queue: " in text, text
     assert "**2 objects differ in 1 Application (2 added, 0 removed, 0 changed); 0 dangerous; " \
            "1 job newly waits in the queue**" in text, text
 
@@ -110,7 +120,8 @@ def test_a_job_that_leaves_lets_the_waiting_one_in(tmp_path):
     assert [j["name"] for j in queue["newlyAdmitted"]] == [f"training/{WAITS}"]
     assert queue["newlyWaiting"] == [] and queue["after"]["waiting"] == 0 and queue["before"]["waitingGpus"] == 4
     text = colocate("diff", "HEAD", "--no-policy", cwd=tmp_path).stdout
-    assert f"    - training/{WAITS} (4 {GPU}) no longer waits: the first night admits it" in text, text
+    assert f"    - training/{WAITS} (4 {GPU}, GPU-hours unknown: its job file gives no expectedHours) no longer " \
+           "waits: the first night admits it" in text, text
     assert "newly wait" not in text.splitlines()[0], text
 
 
@@ -150,3 +161,32 @@ def test_an_unreadable_queue_quota_is_exit_2_naming_the_file_and_field(tmp_path,
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert f"dist/{QUEUE.as_posix()}" in proc.stderr and ".nominalQuota" in proc.stderr and "'lots'" in proc.stderr, \
         proc.stderr
+
+
+def test_a_waiting_job_without_an_estimate_is_counted_apart_not_guessed(tmp_path):
+    dist = _committed_dist(tmp_path)
+    _add_job(dist, FITS, hours="6")  # admitted: its hours count nowhere
+    _add_job(dist, WAITS, hours="2.5")
+    _add_job(dist, "x-train-c")
+    _add_job(dist, "x-train-d", like="tf-ps-mode")  # no GPU: needs no estimate, and fits the CPU left
+    (queue,) = json.loads(_diff(tmp_path, "--format", "json").stdout)["queues"]
+    after = queue["after"]
+    assert [j["name"] for j in queue["newlyWaiting"]] == [f"training/{WAITS}", "training/x-train-c"]
+    assert after["waitingGpuHours"] == 10 and after["unestimated"] == ["training/x-train-c"]
+    text = _diff(tmp_path).stdout
+    assert "GPU-hours waiting 0 -> 10 (+1 job without expectedHours) of the night's 118\n" in text, text
+    assert f"    + training/x-train-c (4 {GPU}, GPU-hours unknown: its job file gives no expectedHours) waits" in text
+    proc = colocate("capacity", "dist", cwd=tmp_path)
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("training "))
+    assert "  10 (+1 job without expectedHours)  118  " in row, row
+
+
+@pytest.mark.parametrize("hours", ["0", "-1", "nan", "inf", "six", "9000", "1e400"])
+@pytest.mark.parametrize("command", ["diff", "capacity"])
+def test_an_unreadable_expected_hours_is_exit_2_naming_the_file_and_field(tmp_path, command, hours):
+    dist = _committed_dist(tmp_path)
+    _add_job(dist, WAITS, hours=hours)
+    proc = colocate(*(("diff", "main", "--no-policy") if command == "diff" else ("capacity", "dist")), cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    where = f"dist/{TRAINING.as_posix()}/tfjob.training.{WAITS}.yaml:metadata.annotations.{EXPECTED_HOURS_ANNOTATION}"
+    assert where in proc.stderr and f"'{hours}' is not a number of hours" in proc.stderr, proc.stderr

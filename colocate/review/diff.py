@@ -118,7 +118,8 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
                 with tree.named(label, root, dist):
                     quantities.check(docs)
             new = new + _kept_on_prune(old, new)
-            queues_before, queues_after = queue.queues(old), queue.queues(new)
+            night = queue.night_hours(config_path)
+            queues_before, queues_after = queue.queues(old, night), queue.queues(new, night)
             queued = tuple(queue.deltas(queues_before, queues_after))
             # A job waiting in the queue has no pod: it takes nothing from its pool or its quota,
             # so a job past tonight's quota reads as waiting, not as a pool or a quota overrun.

@@ -108,7 +108,8 @@ def to_text(r: Review) -> str:
         lines.append(f"\nQUEUE ({_QUEUE_NOTE})")
         for q in r.queues:
             c = _queue_delta_cells(q)
-            lines.append(f"  {c[0]}: jobs {c[1]}, admitted {c[2]}, waiting {c[3]}; {GPU} waiting {c[4]} of quota {c[5]}")
+            lines.append(f"  {c[0]}: jobs {c[1]}, admitted {c[2]}, waiting {c[3]}; {GPU} waiting {c[4]} of quota {c[5]}; "
+                         f"GPU-hours waiting {c[6]} of the night's {c[7]}")
             lines += [f"    + {_waits(j)}" for j in q.newly_waiting]
             lines += [f"    - {_admitted(j)}" for j in q.newly_admitted]
     for app, changes in r.by_app().items():
@@ -125,22 +126,50 @@ _QUEUE_NOTE = ("Kueue, the first night: jobs admitted in name order, each that f
 
 
 def _waits(j: QueuedJob) -> str:
-    return (f"{j.name} ({j.requests.gpus} {GPU}) waits in the queue: it does not fit what is left of the night's "
+    return (f"{j.name} ({_job_size(j)}) waits in the queue: it does not fit what is left of the night's "
             "quota; Kueue admits it when quota frees (not a failure)")
 
 
 def _admitted(j: QueuedJob) -> str:
-    return f"{j.name} ({j.requests.gpus} {GPU}) no longer waits: the first night admits it"
+    return f"{j.name} ({_job_size(j)}) no longer waits: the first night admits it"
+
+
+def _job_size(j: QueuedJob) -> str:
+    """``4 nvidia.com/gpu x 2.5 h = 10 GPU-hours``, or that its GPU-hours are unknown."""
+    gpus = f"{j.requests.gpus} {GPU}"
+    if not j.requests.gpus:
+        return gpus
+    if j.hours is None:
+        return f"{gpus}, GPU-hours unknown: its job file gives no expectedHours"
+    return f"{gpus} x {_hours(j.hours)} h = {_hours(j.gpu_hours or 0)} GPU-hours"
+
+
+def _hours(value: float) -> str:
+    """``118``, ``2.5``: one decimal at most."""
+    return f"{value:.1f}".removesuffix(".0")
+
+
+def _gpu_hours_waiting(u: QueueUse) -> str:
+    """The waiting GPU-hours that are known, and how many waiting jobs have none."""
+    unknown = len(u.unestimated)
+    return _hours(u.waiting_gpu_hours) + (f" (+{unknown} {'job' if unknown == 1 else 'jobs'} without expectedHours)"
+                                          if unknown else "")
+
+
+def _night_gpu_hours(u: QueueUse) -> str:
+    return "- (no schedule)" if u.night_gpu_hours is None else _hours(u.night_gpu_hours)
 
 
 def _queue_delta_cells(q: QueueDelta) -> list[str]:
-    """ClusterQueue, then before -> after of: jobs, admitted, waiting, GPUs waiting, GPU quota."""
+    """ClusterQueue, then before -> after of: jobs, admitted, waiting, GPUs waiting, GPU quota,
+    GPU-hours waiting, the night's GPU-hours."""
     def pair(value) -> str:
         old, new = (None if u is None else str(value(u)) for u in (q.before, q.after))
         return (old or "-") if old == new else f"{old or '-'} -> {new or '-'}"
 
     return [q.cluster_queue, pair(lambda u: len(u.jobs)), pair(lambda u: len(u.admitted)),
-            pair(lambda u: len(u.waiting)), pair(lambda u: u.waiting_gpus), pair(lambda u: u.quota.gpus)]
+            pair(lambda u: len(u.waiting)), pair(lambda u: u.waiting_gpus), pair(lambda u: u.quota.gpus),
+            pair(_gpu_hours_waiting), pair(_night_gpu_hours)]
 
 
 def _printer(resource: str):
@@ -203,8 +232,8 @@ def to_markdown(r: Review, limit: int = MARKDOWN_LIMIT) -> str:
                         + " |")
     if r.queues:
         head += ["", "#### Training queue", "", f"_{markdown(_QUEUE_NOTE)}._", "",
-                 f"| ClusterQueue | jobs | admitted | waiting | {GPU} waiting | {GPU} quota |",
-                 "|---|---:|---:|---:|---:|---:|"]
+                 f"| ClusterQueue | jobs | admitted | waiting | {GPU} waiting | {GPU} quota | GPU-hours waiting "
+                 "| night's GPU-hours |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
         head += ["| " + " | ".join(markdown(c.replace(" -> ", " → ")) for c in _queue_delta_cells(q)) + " |"
                  for q in r.queues]
         moved = [(j, "⏳", _waits) for q in r.queues for j in q.newly_waiting] + \
@@ -316,8 +345,10 @@ def _md_table(header: list[str], body: list[list[str]]) -> str:
 def _queue_table(queues: Sequence[QueueUse]) -> tuple[list[str], list[list[str]]]:
     """Per ClusterQueue: jobs, how many the first night starts and how many wait, GPUs asked and held."""
     body = [[q.cluster_queue, str(len(q.jobs)), str(len(q.jobs) - len(q.waiting)), str(len(q.waiting)),
-             str(q.demand.gpus), str(q.quota.gpus), ", ".join(j.name for j in q.waiting) or "-"] for q in queues]
-    return ["queue", "jobs", "admitted", "waiting", f"{GPU} asked", f"{GPU} quota", "waits"], body
+             str(q.demand.gpus), str(q.quota.gpus), _gpu_hours_waiting(q), _night_gpu_hours(q),
+             ", ".join(j.name for j in q.waiting) or "-"] for q in queues]
+    return ["queue", "jobs", "admitted", "waiting", f"{GPU} asked", f"{GPU} quota", "GPU-hours waiting",
+            "night's GPU-hours", "waits"], body
 
 
 def capacity_text(u: Usage, uses: list[QuotaUse], queues: Sequence[QueueUse] = ()) -> str:
@@ -343,7 +374,10 @@ def capacity_json(u: Usage, uses: list[QuotaUse], queues: Sequence[QueueUse] = (
 def _queue_json(q: QueueUse) -> dict:
     """One ClusterQueue's first night, in capacity's and diff's JSON alike."""
     return {"quota": asdict(q.quota), "demand": asdict(q.demand), "jobs": [asdict(j) for j in q.jobs],
-            "admitted": len(q.admitted), "waiting": len(q.waiting), "waitingGpus": q.waiting_gpus}
+            "admitted": len(q.admitted), "waiting": len(q.waiting), "waitingGpus": q.waiting_gpus,
+            # Known GPU-hours only: the waiting jobs without an estimate are listed, not guessed.
+            "waitingGpuHours": q.waiting_gpu_hours, "unestimated": [j.name for j in q.unestimated],
+            "nightHours": q.night_hours, "nightGpuHours": q.night_gpu_hours}
 
 
 CAPACITY_FORMATS = {"text": capacity_text, "markdown": capacity_markdown, "json": capacity_json}

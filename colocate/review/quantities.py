@@ -28,6 +28,8 @@ _MOST = Decimal(2**63 - 1)
 def check(docs: Iterable[Doc]) -> None:
     """Raise InputError(file, field, why) for the first quantity capacity cannot count."""
     for doc in docs:
+        if doc.kind == "TFJob":
+            queue.expected_hours(doc)
         for field, value, unit in _quantities(doc):
             why = _unusable(value, unit)
             if why:
