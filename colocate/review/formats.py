@@ -145,8 +145,8 @@ def _job_size(j: QueuedJob) -> str:
 
 
 def _hours(value: float) -> str:
-    """``118``, ``2.5``: one decimal at most."""
-    return f"{value:.1f}".removesuffix(".0")
+    """``118``, ``2.5``: one decimal at most (``<0.1`` for less, never a 0 that is not)."""
+    return "<0.1" if 0 < value < 0.05 else f"{value:.1f}".removesuffix(".0")
 
 
 def _gpu_hours_waiting(u: QueueUse) -> str:
