@@ -255,12 +255,11 @@ def _capacity(args: argparse.Namespace) -> int:
     if not docs:
         raise InputError(args.path, "", "no Kubernetes objects found: name a dist/ folder")
     quantities.check(docs)
-    pools = usage.reference_pools(Path(args.config) if args.config else None)
-    queues = queue.queues(docs)
-    # A job waiting in Kueue's queue is suspended: no pod, so nothing to place or to count against
-    # the namespace's quota until it is admitted.
+    config = Path(args.config) if args.config else None
+    pools = usage.reference_pools(config)
+    queues = queue.queues(docs, queue.night_hours(config))
     waiting = {j.name for q in queues for j in q.waiting}
-    running = [d for d in docs if not (d.kind == "TFJob" and f"{d.namespace}/{d.name}" in waiting)]
+    running = queue.admitted_only(docs, queues)
     usage, uses = usage.usage(running, pools), quota.uses(running, pools)
     sys.stdout.write(formats.CAPACITY_FORMATS[args.format](usage, uses, queues))
     if waiting:
@@ -532,7 +531,8 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     d.add_argument("--dist", default="dist", help="folder of the synth output in the repository (default: dist)")
     d.add_argument("--no-policy", action="store_true", help="skip running colocate check on both trees")
-    d.add_argument("--no-capacity", action="store_true", help="skip the requests per pool and tier")
+    d.add_argument("--no-capacity", action="store_true",
+                   help="skip the requests per pool and tier, the quota use and the training queue")
     d.set_defaults(func=_diff)
     k = command("capacity", help="requests per pool and tier against allocatable, and quota use",
                 epilog="exit codes: 0 everything fits; 1 a pool or a quota is OVER (past allocatable or hard); "

@@ -108,6 +108,11 @@ class Schedule:
     def resume_at(self) -> int:
         return self.peak_end
 
+    @property
+    def night_minutes(self) -> int:
+        """Minutes from the resume to the pause: how long training may run each day."""
+        return (self.pause_at - self.resume_at) % (24 * 60)
+
 
 @dataclass(frozen=True)
 class Config:

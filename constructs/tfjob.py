@@ -13,6 +13,7 @@ Also emits that claim (PersistentVolumeClaim ``<job>-checkpoints``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Literal, Mapping, Sequence
 
 from constructs import Construct
@@ -21,7 +22,8 @@ from colocate.model import quantity
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns1035_label, check_dns_label, check_image, check_pull_secret, pull_secrets
 from colocate.constructs.node_pool import NodePool
-from colocate.model.names import (CHECKPOINT_ENV, GPU, NO_GPU_VISIBLE, VISIBLE_DEVICES_ENV, JOB_NAME_LABEL, MAX_MEMORY_BURST, OFFLINE_MAX_GRACE_SECONDS,
+from colocate.model.names import (EXPECTED_HOURS_ANNOTATION, MAX_EXPECTED_HOURS,
+                                   CHECKPOINT_ENV, GPU, NO_GPU_VISIBLE, VISIBLE_DEVICES_ENV, JOB_NAME_LABEL, MAX_MEMORY_BURST, OFFLINE_MAX_GRACE_SECONDS,
                                    PROTECTED_ANNOTATIONS, QUEUE_NAME_LABEL, REPLICA_TYPE_LABEL, SYNC_OPTIONS, TF_CHIEF_ROLES, TF_CONTAINER, TF_PORT,
                                    TF_PORT_NAME, TF_ROLES, TFJOB_CLEAN_POD_POLICY, TFJOB_GROUP, TFJOB_KIND,
                                    TFJOB_MIN_GRACE_SECONDS, TFJOB_VERSION)
@@ -99,6 +101,15 @@ class TFJobProps:
     #: Kueue LocalQueue the job waits in (the ``kueue.x-k8s.io/queue-name`` label). Default: none,
     #: the job starts as soon as it is created.
     queue: str | None = None
+    #: Hours the job is expected to run, over all its nights: the ``colocate.io/expected-hours``
+    #: annotation, from which ``capacity`` and ``diff`` count the GPU-hours waiting in the queue.
+    #: Above 0, at most MAX_EXPECTED_HOURS. Default: no estimate (they say so).
+    expected_hours: float | None = None
+
+
+def hours_text(hours: float) -> str:
+    """``6``, ``2.5``: the annotation's value, without a float's noise (``2.5`` not ``2.50``)."""
+    return format(Decimal(str(hours)).normalize(), "f")
 
 
 class TFJob(Construct):
@@ -125,7 +136,9 @@ class TFJob(Construct):
             # The TFJob CRD comes from the training-operator Application (docs/gitops.md).
             "metadata": {"name": p.name, "namespace": p.namespace,
                          **({"labels": {QUEUE_NAME_LABEL: p.queue}} if p.queue else {}),
-                         "annotations": {SYNC_OPTIONS: "SkipDryRunOnMissingResource=true"}},
+                         "annotations": {SYNC_OPTIONS: "SkipDryRunOnMissingResource=true",
+                                         **({EXPECTED_HOURS_ANNOTATION: hours_text(p.expected_hours)}
+                                            if p.expected_hours is not None else {})}},
             "spec": {
                 "runPolicy": run_policy,
                 "tfReplicaSpecs": {role: self._replica(role, p.roles[role]) for role in TF_ROLES if role in p.roles},
@@ -259,6 +272,11 @@ class TFJob(Construct):
         deadline = p.active_deadline_seconds
         if deadline is not None and (not isinstance(deadline, int) or isinstance(deadline, bool) or deadline < 1):
             raise PropError(where, "active_deadline_seconds", f"{deadline!r} must be a whole number of seconds >= 1")
+        hours = p.expected_hours
+        if hours is not None and (not isinstance(hours, (int, float, Decimal)) or isinstance(hours, bool)
+                                  or not 0 < hours <= MAX_EXPECTED_HOURS):
+            raise PropError(where, "expected_hours", f"{hours!r} must be a number of hours above 0 and at most "
+                            f"{MAX_EXPECTED_HOURS}")
         if p.ttl_seconds_after_finished is not None and (
                 not isinstance(p.ttl_seconds_after_finished, int) or p.ttl_seconds_after_finished < 0):
             raise PropError(where, "ttl_seconds_after_finished", f"{p.ttl_seconds_after_finished!r} must be >= 0")

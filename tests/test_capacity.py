@@ -127,8 +127,9 @@ def test_capacity_text_is_a_table_per_pool_and_resource():
     assert mixed_gpu[-3:] == ["8", "12", "67%"]
     assert quotas.splitlines()[0].split() == ["quota", "resource", "used", "hard", "share"]
     assert "training/training-quota  persistentvolumeclaims   3      100" in quotas
-    # The reference's three jobs all start the first night: nothing waits in the queue.
-    assert queues.splitlines()[1].split() == ["training", "3", "3", "0", "8", "12", "-"], queues
+    # The reference's three jobs all start the first night: nothing waits in the queue; the night
+    # (22:00 to the 07:50 pause) gives the 12 GPUs of the quota 12 x 9 h 50 min = 118 GPU-hours.
+    assert queues.splitlines()[1].split() == ["training", "3", "3", "0", "8", "12", "0", "118", "-"], queues
 
 
 def test_capacity_of_a_missing_folder_is_exit_2():

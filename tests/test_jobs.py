@@ -196,7 +196,8 @@ def test_every_schema_error_is_listed_unknown_keys_first(tmp_path, config):
     lines = str(err.value).splitlines()
     assert lines == [
         f"{file}:$: unknown key 'backofLimit' (did you mean 'backoffLimit'?); known keys: name, image, command, args, "
-        "roles, checkpointSize, backoffLimit, terminationGracePeriodSeconds, activeDeadlineSeconds, restartPolicy",
+        "roles, checkpointSize, backoffLimit, terminationGracePeriodSeconds, activeDeadlineSeconds, expectedHours, "
+        "restartPolicy",
         f"  {file}:$.roles.Worker: unknown key 'memroy' (did you mean 'memory'?); known keys: replicas, cpu, cpuLimit, "
         "memory, memoryLimit, gpus",
         f"  {file}:$.checkpointSize: '10G' is not a size: write a whole number above 0 and Ki, Mi, Gi or Ti, such as "

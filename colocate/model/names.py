@@ -218,6 +218,11 @@ RESUBMISSIONS_ANNOTATION = "colocate.io/resubmissions"
 DISRUPTION_ANNOTATION = "colocate.io/disruption"
 #: On a TFJob: its own cap on resubmissions (overrides the controller's --max-resubmissions).
 MAX_RESUBMISSIONS_ANNOTATION = "colocate.io/max-resubmissions"
+#: On a TFJob: the hours its job file expects it to run for (``expectedHours``), read by
+#: ``capacity`` and ``diff`` to count the GPU-hours waiting in the queue; informational only.
+EXPECTED_HOURS_ANNOTATION = "colocate.io/expected-hours"
+#: The most ``expectedHours`` a job file may give: a year (a larger figure is a slip, not a plan).
+MAX_EXPECTED_HOURS = 8760
 #: Events the resubmitter records on a TFJob.
 RESUBMITTED_REASON, GAVE_UP_REASON, BLOCKED_REASON = "Resubmitted", "ResubmissionGivenUp", "ResubmissionBlocked"
 #: Its metrics (prometheus_client appends _total to counters).

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from colocate.errors import ColocateError
-from colocate.review import usage, compare, danger, policy, quantities, quota, tree
+from colocate.review import usage, compare, danger, policy, quantities, queue, quota, tree
 from colocate.review.compare import FieldChange
 from colocate.review.danger import Danger
 from colocate.review.tree import Key
@@ -43,6 +43,9 @@ class Review:
     quota: tuple[quota.QuotaDelta, ...] | None = None
     #: Pods of the head tree that fit no node of their pool and did not before.
     unfit: tuple[usage.Unfit, ...] = ()
+    #: Each Kueue ClusterQueue of either tree, before and after: which jobs the first night
+    #: starts and which wait; empty without Kueue, or without the capacity.
+    queues: tuple[queue.QueueDelta, ...] = ()
 
     @property
     def dangerous(self) -> tuple[ObjectChange, ...]:
@@ -107,6 +110,7 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
         impact = policy.impact(base_root, head_root, config_path) if with_policy else None
         load = quotas = None
         unfit: tuple[usage.Unfit, ...] = ()
+        queued: tuple[queue.QueueDelta, ...] = ()
         if pools is not None:
             known = pools()
             old, new = usage.api_objects(base_root), usage.api_objects(head_root)
@@ -114,12 +118,18 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
                 with tree.named(label, root, dist):
                     quantities.check(docs)
             new = new + _kept_on_prune(old, new)
-            load = tuple(usage.deltas(usage.usage(old, known), usage.usage(new, known)))
-            quotas = tuple(quota.deltas(quota.uses(old, known), quota.uses(new, known)))
+            night = queue.night_hours(config_path)
+            queues_before, queues_after = queue.queues(old, night), queue.queues(new, night)
+            queued = tuple(queue.deltas(queues_before, queues_after))
+            # A job waiting in the queue has no pod: it takes nothing from its pool or its quota,
+            # so a job past tonight's quota reads as waiting, not as a pool or a quota overrun.
+            running_before, running_after = queue.admitted_only(old, queues_before), queue.admitted_only(new, queues_after)
+            load = tuple(usage.deltas(usage.usage(running_before, known), usage.usage(running_after, known)))
+            quotas = tuple(quota.deltas(quota.uses(running_before, known), quota.uses(running_after, known)))
             was = set(usage.unfit(old, known))
             unfit = tuple(u for u in usage.unfit(new, known) if u not in was)
     return Review(base_label, head_label, tuple(compare_trees(before, after, configured_tiers(config_path))), impact,
-                  load, quotas, unfit)
+                  load, quotas, unfit, queued)
 
 
 def configured_tiers(config_path: Path | None = None) -> tuple[PriorityTier, ...]:

@@ -11,7 +11,7 @@ from colocate.model.names import GPU
 from colocate.review import usage, quota
 from colocate.review.usage import Delta, Usage
 from colocate.review.quota import QuotaDelta, QuotaUse
-from colocate.review.queue import QueueUse
+from colocate.review.queue import QueueDelta, QueuedJob, QueueUse
 from colocate.review.diff import ADDED, CHANGED, REMOVED, ObjectChange, Review
 
 JSON_VERSION = 1
@@ -47,6 +47,8 @@ def _headline(r: Review) -> str:
     refused = [q for q in r.quota or () if q.over]
     full += f"; {len(refused)} quotas exceeded" if refused else ""
     full += f"; {len(r.unfit)} pods fit no node" if r.unfit else ""
+    waits = sum(len(q.newly_waiting) for q in r.queues)
+    full += f"; {_plural(waits, 'job')} newly {'waits' if waits == 1 else 'wait'} in the queue" if waits else ""
     verb = "differs" if len(r.changes) == 1 else "differ"
     return (f"{_plural(len(r.changes), 'object')} {verb} in {_plural(len(apps), 'Application')} "
             f"({n[ADDED]} added, {n[REMOVED]} removed, "
@@ -102,6 +104,14 @@ def to_text(r: Review) -> str:
     if r.quota:
         lines.append("\nQUOTA (used of hard)")
         lines += [f"  {c[0]} {c[1]}: {c[2]} -> {c[3]} of {c[4]} -> {c[5]}{c[6]}" for c in map(_quota_cells, r.quota)]
+    if r.queues:
+        lines.append(f"\nQUEUE ({_QUEUE_NOTE})")
+        for q in r.queues:
+            c = _queue_delta_cells(q)
+            lines.append(f"  {c[0]}: jobs {c[1]}, admitted {c[2]}, waiting {c[3]}; {GPU} waiting {c[4]} of quota {c[5]}; "
+                         f"GPU-hours waiting {c[6]} of the night's {c[7]}")
+            lines += [f"    + {_waits(j)}" for j in q.newly_waiting]
+            lines += [f"    - {_admitted(j)}" for j in q.newly_admitted]
     for app, changes in r.by_app().items():
         lines.append(f"\n{app}")
         for c in changes:
@@ -111,6 +121,55 @@ def to_text(r: Review) -> str:
 
 
 _ALLOC_NOTE = "allocatable of the pools in the current source"
+_QUEUE_NOTE = ("Kueue, the first night: jobs admitted in name order, each that fits what is left of the "
+               "ClusterQueue's quota; a waiting job is suspended and counts in no pool or quota above")
+
+
+def _waits(j: QueuedJob) -> str:
+    return (f"{j.name} ({_job_size(j)}) waits in the queue: it does not fit what is left of the night's "
+            "quota; Kueue admits it when quota frees (not a failure)")
+
+
+def _admitted(j: QueuedJob) -> str:
+    return f"{j.name} ({_job_size(j)}) no longer waits: the first night admits it"
+
+
+def _job_size(j: QueuedJob) -> str:
+    """``4 nvidia.com/gpu x 2.5 h = 10 GPU-hours``, or that its GPU-hours are unknown."""
+    gpus = f"{j.requests.gpus} {GPU}"
+    if not j.requests.gpus:
+        return gpus
+    if j.hours is None:
+        return f"{gpus}, GPU-hours unknown: its job file gives no expectedHours"
+    return f"{gpus} x {_hours(j.hours)} h = {_hours(j.gpu_hours or 0)} GPU-hours"
+
+
+def _hours(value: float) -> str:
+    """``118``, ``2.5``: one decimal at most (``<0.1`` for less, never a 0 that is not)."""
+    return "<0.1" if 0 < value < 0.05 else f"{value:.1f}".removesuffix(".0")
+
+
+def _gpu_hours_waiting(u: QueueUse) -> str:
+    """The waiting GPU-hours that are known, and how many waiting jobs have none."""
+    unknown = len(u.unestimated)
+    return _hours(u.waiting_gpu_hours) + (f" (+{unknown} {'job' if unknown == 1 else 'jobs'} without expectedHours)"
+                                          if unknown else "")
+
+
+def _night_gpu_hours(u: QueueUse) -> str:
+    return "- (no schedule)" if u.night_gpu_hours is None else _hours(u.night_gpu_hours)
+
+
+def _queue_delta_cells(q: QueueDelta) -> list[str]:
+    """ClusterQueue, then before -> after of: jobs, admitted, waiting, GPUs waiting, GPU quota,
+    GPU-hours waiting, the night's GPU-hours."""
+    def pair(value) -> str:
+        old, new = (None if u is None else str(value(u)) for u in (q.before, q.after))
+        return (old or "-") if old == new else f"{old or '-'} -> {new or '-'}"
+
+    return [q.cluster_queue, pair(lambda u: len(u.jobs)), pair(lambda u: len(u.admitted)),
+            pair(lambda u: len(u.waiting)), pair(lambda u: u.waiting_gpus), pair(lambda u: u.quota.gpus),
+            pair(_gpu_hours_waiting), pair(_night_gpu_hours)]
 
 
 def _printer(resource: str):
@@ -171,6 +230,16 @@ def to_markdown(r: Review, limit: int = MARKDOWN_LIMIT) -> str:
                  "|---|---|---:|---:|---:|---:|"]
         head += _capped(list(r.quota), lambda q: "| " + " | ".join(map(markdown, _quota_cells(q)[:6])) + (" ⚠️ exceeded" if q.over else "")
                         + " |")
+    if r.queues:
+        head += ["", "#### Training queue", "", f"_{markdown(_QUEUE_NOTE)}._", "",
+                 f"| ClusterQueue | jobs | admitted | waiting | {GPU} waiting | {GPU} quota | GPU-hours waiting "
+                 "| night's GPU-hours |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        head += ["| " + " | ".join(markdown(c.replace(" -> ", " → ")) for c in _queue_delta_cells(q)) + " |"
+                 for q in r.queues]
+        moved = [(j, "⏳", _waits) for q in r.queues for j in q.newly_waiting] + \
+            [(j, "▶️", _admitted) for q in r.queues for j in q.newly_admitted]
+        head += [""] if moved else []
+        head += _capped(moved, lambda m: f"- {m[1]} {markdown(m[2](m[0]))}")
     text = "\n".join(head) + "\n"
     if r.changes:
         text += "\n#### Details\n"
@@ -216,6 +285,12 @@ def to_json(r: Review) -> str:
     if r.quota is not None:
         doc["quota"] = [asdict(q) for q in r.quota]
         doc["unfit"] = [asdict(u) for u in r.unfit]
+    if r.capacity is not None:
+        doc["queues"] = [{"clusterQueue": q.cluster_queue,
+                          "before": None if q.before is None else _queue_json(q.before),
+                          "after": None if q.after is None else _queue_json(q.after),
+                          "newlyWaiting": [asdict(j) for j in q.newly_waiting],
+                          "newlyAdmitted": [asdict(j) for j in q.newly_admitted]} for q in r.queues]
     if r.policy is not None:
         doc["policy"] = {"introduced": [asdict(f) for f in r.policy.introduced],
                          "resolved": [asdict(f) for f in r.policy.resolved]}
@@ -270,8 +345,10 @@ def _md_table(header: list[str], body: list[list[str]]) -> str:
 def _queue_table(queues: Sequence[QueueUse]) -> tuple[list[str], list[list[str]]]:
     """Per ClusterQueue: jobs, how many the first night starts and how many wait, GPUs asked and held."""
     body = [[q.cluster_queue, str(len(q.jobs)), str(len(q.jobs) - len(q.waiting)), str(len(q.waiting)),
-             str(q.demand.gpus), str(q.quota.gpus), ", ".join(j.name for j in q.waiting) or "-"] for q in queues]
-    return ["queue", "jobs", "admitted", "waiting", f"{GPU} asked", f"{GPU} quota", "waits"], body
+             str(q.demand.gpus), str(q.quota.gpus), _gpu_hours_waiting(q), _night_gpu_hours(q),
+             ", ".join(j.name for j in q.waiting) or "-"] for q in queues]
+    return ["queue", "jobs", "admitted", "waiting", f"{GPU} asked", f"{GPU} quota", "GPU-hours waiting",
+            "night's GPU-hours", "waits"], body
 
 
 def capacity_text(u: Usage, uses: list[QuotaUse], queues: Sequence[QueueUse] = ()) -> str:
@@ -290,9 +367,17 @@ def capacity_json(u: Usage, uses: list[QuotaUse], queues: Sequence[QueueUse] = (
         del r["by_tier"]
     return json.dumps({"version": JSON_VERSION, "units": {"cpu": "millicores", "memory": "bytes", GPU: "devices"},
                        "rows": rows, "quotas": [asdict(q) for q in uses],
-                       "queues": [{"clusterQueue": q.cluster_queue, "quota": asdict(q.quota),
-                                   "demand": asdict(q.demand), "jobs": [asdict(j) for j in q.jobs]}
-                                  for q in queues]}, indent=2, sort_keys=True) + "\n"
+                       "queues": [{"clusterQueue": q.cluster_queue, **_queue_json(q)} for q in queues]},
+                      indent=2, sort_keys=True) + "\n"
+
+
+def _queue_json(q: QueueUse) -> dict:
+    """One ClusterQueue's first night, in capacity's and diff's JSON alike."""
+    return {"quota": asdict(q.quota), "demand": asdict(q.demand), "jobs": [asdict(j) for j in q.jobs],
+            "admitted": len(q.admitted), "waiting": len(q.waiting), "waitingGpus": q.waiting_gpus,
+            # Known GPU-hours only: the waiting jobs without an estimate are listed, not guessed.
+            "waitingGpuHours": q.waiting_gpu_hours, "unestimated": [j.name for j in q.unestimated],
+            "nightHours": q.night_hours, "nightGpuHours": q.night_gpu_hours}
 
 
 CAPACITY_FORMATS = {"text": capacity_text, "markdown": capacity_markdown, "json": capacity_json}

@@ -1,6 +1,6 @@
 """The quantities ``capacity`` and ``diff`` count, read before counting: a container's CPU, memory
-and GPU limits and requests (colocate/model/pods.py), and the hard limits of a ResourceQuota that
-quota.py counts. One that is no Kubernetes quantity (NaN, Inf, a list, a boolean, digits other
+and GPU limits and requests (colocate/model/pods.py), the hard limits of a ResourceQuota that
+quota.py counts, and the nominal quotas of a ClusterQueue that queue.py counts. One that is no Kubernetes quantity (NaN, Inf, a list, a boolean, digits other
 than ASCII), that is negative, or that is past what Kubernetes counts is bad input naming the
 file, the object and the field, never a crash or minutes of arithmetic on a million-digit number."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from colocate.errors import InputError
 from colocate.model import quantity
 from colocate.model.names import GPU
 from colocate.model.pods import containers
-from colocate.review import quota
+from colocate.review import queue, quota
 
 #: A container's resources that pod_resources counts, and their unit.
 COUNTED = {"cpu": "cpu", "memory": "memory", GPU: "count"}
@@ -28,6 +28,8 @@ _MOST = Decimal(2**63 - 1)
 def check(docs: Iterable[Doc]) -> None:
     """Raise InputError(file, field, why) for the first quantity capacity cannot count."""
     for doc in docs:
+        if doc.kind == "TFJob":
+            queue.expected_hours(doc)
         for field, value, unit in _quantities(doc):
             why = _unusable(value, unit)
             if why:
@@ -65,3 +67,7 @@ def _quantities(doc: Doc) -> Iterator[tuple[str, object, str]]:
         for key, value in quota.hard_limits(doc).items():
             if quota.counted(key):
                 yield f"spec.hard.{key}", value, quota.unit(key)
+    if doc.kind == "ClusterQueue":
+        for field, resource, value in queue.nominal_quotas(doc):
+            if resource in COUNTED:
+                yield field, value, COUNTED[resource]

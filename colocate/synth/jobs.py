@@ -94,7 +94,7 @@ class JobFile:
         """Job-level TFJobProps keyword arguments the file sets."""
         keys = {"checkpointSize": "checkpoint_size", "backoffLimit": "backoff_limit",
                 "terminationGracePeriodSeconds": "termination_grace_period_seconds", "command": "command", "args": "args",
-                "activeDeadlineSeconds": "active_deadline_seconds"}
+                "activeDeadlineSeconds": "active_deadline_seconds", "expectedHours": "expected_hours"}
         return {prop: self.data[key] for key, prop in keys.items() if key in self.data}
 
 
@@ -102,7 +102,7 @@ class JobFile:
 _FILE_KEYS = {**{field: key for key, field in _ROLE_FIELDS.items()}, "restart_policy": "restartPolicy",
               "checkpoint_size": "checkpointSize", "backoff_limit": "backoffLimit",
               "termination_grace_period_seconds": "terminationGracePeriodSeconds",
-              "active_deadline_seconds": "activeDeadlineSeconds"}
+              "active_deadline_seconds": "activeDeadlineSeconds", "expected_hours": "expectedHours"}
 _PROP_WORDS = re.compile(r"\b(" + "|".join(k for k in _FILE_KEYS if "_" in k) + r")\b")
 
 
