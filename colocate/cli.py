@@ -358,6 +358,7 @@ def _resubmitter(args: argparse.Namespace) -> int:
         if not (math.isfinite(value) and 0 <= value <= BACKOFF_LIMIT_SECONDS):
             raise InputError(f"--{name.replace('_', '-')}", str(value), f"must be a number of seconds from 0 to "
                              f"{BACKOFF_LIMIT_SECONDS} (a day)")
+    _listen_address(args.metrics_address)
     if args.max_backoff_seconds < args.backoff_seconds:
         raise InputError("--backoff-seconds", str(args.backoff_seconds),
                          "must be >= 0 and at most --max-backoff-seconds")
@@ -365,6 +366,24 @@ def _resubmitter(args: argparse.Namespace) -> int:
                                args.blocked_after_seconds, args.count_decay_seconds)
     return main.run(main.Options(tuple(args.namespace), args.lease_namespace, settings, args.metrics_port,
                                  args.metrics_address, args.kubeconfig))
+
+
+def _listen_address(address: str) -> None:
+    """``--metrics-address``: an IP address, or a name that resolves to one (else the bind would
+    fail with a gaierror, after the kubeconfig was read)."""
+    import ipaddress
+    import socket
+
+    try:
+        ipaddress.ip_address(address)
+        return
+    except ValueError:
+        pass
+    try:
+        socket.getaddrinfo(address, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise InputError("--metrics-address", address, "is not an address to listen on: give an IP address "
+                         "such as 0.0.0.0 (every interface) or 127.0.0.1") from None
 
 
 def _simulate(args: argparse.Namespace) -> int:
