@@ -230,9 +230,16 @@ def _explain(rule_id: str, config: Path | None) -> int:
               f"{policy_name(rule)}, when colocate.yaml sets admission.policies: true"
               + (f"; differs from check: {' '.join(rule.admission['differs'].split())}" if rule.admission.get("differs")
                  else "") + " (docs/admission.md)")
+    print(f"Suppressible: {_suppressible(rule)}")
     if fixtures:
         print("Examples: " + ", ".join(str(p.relative_to(_root())) for p in fixtures))
     return EXIT_OK
+
+
+def _suppressible(rule) -> str:
+    if rule.suppressible:
+        return 'yes, with a reason: colocate.io/ignore: "ID: reason" on the object (docs/commands.md)'
+    return "no: it keeps one of the platform's promises, so a colocate.io/ignore entry silences nothing (COL010)"
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -454,15 +461,17 @@ def _rules(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps([{"id": r.id, "name": r.name, "severity": r.severity, "category": r.category,
                            "message": r.message, "rationale": r.rationale, "fix": r.fix,
-                           "admission": bool(r.admission)} for r in rules], indent=2))
+                           "admission": bool(r.admission), "suppressible": r.suppressible} for r in rules], indent=2))
         return EXIT_OK
     if args.format == "markdown":
         sys.stdout.write(rules_markdown(rules))
         return EXIT_OK
-    # ADMISSION: enforced by a generated ValidatingAdmissionPolicy too (docs/admission.md).
+    # admission: enforced by a generated ValidatingAdmissionPolicy too (docs/admission.md);
+    # never-ignored: no colocate.io/ignore entry silences it.
     for rule in rules:
         mark = "admission" if rule.admission else "check"
-        print(f"{rule.id:7} {rule.severity:8} {mark:9} {rule.name:40} {rule.rationale}")
+        ignore = "ignorable" if rule.suppressible else "never-ignored"
+        print(f"{rule.id:7} {rule.severity:8} {mark:9} {ignore:13} {rule.name:40} {rule.rationale}")
     return EXIT_OK
 
 
@@ -477,11 +486,15 @@ def rules_markdown(rules) -> str:
              "stale. `colocate check --explain ID` prints one rule's rationale, with its upstream sources,",
              "and its fix; each rule's failing and passing fixtures are in `tests/policies/fixtures/<ID>/`.",
              "Rules marked **admission** are also enforced by the API server: `admission.policies: true` in",
-             "`colocate.yaml` generates a ValidatingAdmissionPolicy for each (docs/admission.md).", "",
-             "| id | severity | category | enforced | asks |", "|---|---|---|---|---|"]
+             "`colocate.yaml` generates a ValidatingAdmissionPolicy for each (docs/admission.md).",
+             "A rule that is not **suppressible** keeps one of the platform's promises (the tiers and their",
+             "PriorityClasses, tier and GPU isolation, the queue): no `colocate.io/ignore` entry silences it",
+             "(docs/commands.md, \"Suppressing a finding\").", "",
+             "| id | severity | category | enforced | suppressible | asks |", "|---|---|---|---|---|---|"]
     for rule in sorted(rules, key=lambda r: r.id):
         where = "check, **admission**" if rule.admission else "check"
-        lines.append(f"| {rule.id} | {rule.severity} | {rule.category} | {where} | {cell(rule.message)} |")
+        ignore = "yes" if rule.suppressible else "no"
+        lines.append(f"| {rule.id} | {rule.severity} | {rule.category} | {where} | {ignore} | {cell(rule.message)} |")
     return "\n".join(lines) + "\n"
 
 
