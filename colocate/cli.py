@@ -193,14 +193,48 @@ def _init(args: argparse.Namespace) -> int:
         raise InputError(args.folder, "", "no such folder")
     if target.exists() or target.is_symlink():
         raise InputError(str(target), "", "colocate.yaml already exists; init never overwrites it")
+    shadowed = _init_place(folder)
     try:
         with open(target, "x") as out:
             out.write(config_mod.reference_path().read_text())
     except OSError as exc:
         raise InputError(str(target), "", f"cannot be written: {exc.strerror}") from None
-    print(f"colocate: wrote {target}: the reference cluster's settings; edit them, add job files to jobs/, "
-          "then run `colocate synth`", file=sys.stderr)
+    if shadowed:
+        print(escape(f"colocate: warning: {folder} is inside the colocate repository {shadowed.parent}: every "
+                     f"command run in {folder} or below now uses {target}, not {shadowed}"), file=sys.stderr)
+    print(escape(f"colocate: wrote {target}: the reference cluster's settings; edit them, add job files to jobs/, "
+                 "then run `colocate synth`"), file=sys.stderr)
     return EXIT_OK
+
+
+def _init_place(folder: Path) -> Path | None:
+    """Refuse a folder synth owns (a repository's jobs/ or dist/, or any dist/ tree), where a
+    colocate.yaml would break synth; else the colocate.yaml the new one would shadow, if any."""
+    from colocate.base.data_files import CONFIG_NAME, find_repository
+
+    here = folder.resolve()
+    outer = find_repository(here.parent)
+    if outer is not None:
+        if here.is_relative_to(outer / "jobs"):
+            raise InputError(str(folder), "", f"is the job files' folder of the colocate repository {outer} (or "
+                             "below it): synth would read colocate.yaml as a job file; run init in a folder of its own")
+        if here.is_relative_to(outer / "dist"):
+            raise InputError(str(folder), "", f"is inside the dist/ that synth writes for the colocate repository "
+                             f"{outer}: synth would refuse the foreign file; run init in a folder of its own")
+    if (here / "index.yaml").is_file() and _is_dist_index(here / "index.yaml"):
+        raise InputError(str(folder), "", "holds a dist/ tree (index.yaml), which synth writes whole: run init in "
+                         "the folder above it, or in a new one")
+    return outer / CONFIG_NAME if outer is not None else None
+
+
+def _is_dist_index(path: Path) -> bool:
+    """Whether the file starts as the DistIndex synth writes (read no further: it may be large or odd)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return b"kind: DistIndex" in head
 
 
 def _default_dist() -> Path:
