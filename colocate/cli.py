@@ -193,14 +193,48 @@ def _init(args: argparse.Namespace) -> int:
         raise InputError(args.folder, "", "no such folder")
     if target.exists() or target.is_symlink():
         raise InputError(str(target), "", "colocate.yaml already exists; init never overwrites it")
+    shadowed = _init_place(folder)
     try:
         with open(target, "x") as out:
             out.write(config_mod.reference_path().read_text())
     except OSError as exc:
         raise InputError(str(target), "", f"cannot be written: {exc.strerror}") from None
-    print(f"colocate: wrote {target}: the reference cluster's settings; edit them, add job files to jobs/, "
-          "then run `colocate synth`", file=sys.stderr)
+    if shadowed:
+        print(escape(f"colocate: warning: {folder} is inside the colocate repository {shadowed.parent}: every "
+                     f"command run in {folder} or below now uses {target}, not {shadowed}"), file=sys.stderr)
+    print(escape(f"colocate: wrote {target}: the reference cluster's settings; edit them, add job files to jobs/, "
+                 "then run `colocate synth`"), file=sys.stderr)
     return EXIT_OK
+
+
+def _init_place(folder: Path) -> Path | None:
+    """Refuse a folder synth owns (a repository's jobs/ or dist/, or any dist/ tree), where a
+    colocate.yaml would break synth; else the colocate.yaml the new one would shadow, if any."""
+    from colocate.base.data_files import CONFIG_NAME, find_repository
+
+    here = folder.resolve()
+    outer = find_repository(here.parent)
+    if outer is not None:
+        if here.is_relative_to(outer / "jobs"):
+            raise InputError(str(folder), "", f"is the job files' folder of the colocate repository {outer} (or "
+                             "below it): synth would read colocate.yaml as a job file; run init in a folder of its own")
+        if here.is_relative_to(outer / "dist"):
+            raise InputError(str(folder), "", f"is inside the dist/ that synth writes for the colocate repository "
+                             f"{outer}: synth would refuse the foreign file; run init in a folder of its own")
+    if (here / "index.yaml").is_file() and _is_dist_index(here / "index.yaml"):
+        raise InputError(str(folder), "", "holds a dist/ tree (index.yaml), which synth writes whole: run init in "
+                         "the folder above it, or in a new one")
+    return outer / CONFIG_NAME if outer is not None else None
+
+
+def _is_dist_index(path: Path) -> bool:
+    """Whether the file starts as the DistIndex synth writes (read no further: it may be large or odd)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return b"kind: DistIndex" in head
 
 
 def _default_dist() -> Path:
@@ -230,9 +264,16 @@ def _explain(rule_id: str, config: Path | None) -> int:
               f"{policy_name(rule)}, when colocate.yaml sets admission.policies: true"
               + (f"; differs from check: {' '.join(rule.admission['differs'].split())}" if rule.admission.get("differs")
                  else "") + " (docs/admission.md)")
+    print(f"Suppressible: {_suppressible(rule)}")
     if fixtures:
         print("Examples: " + ", ".join(str(p.relative_to(_root())) for p in fixtures))
     return EXIT_OK
+
+
+def _suppressible(rule) -> str:
+    if rule.suppressible:
+        return 'yes, with a reason: colocate.io/ignore: "ID: reason" on the object (docs/commands.md)'
+    return "no: it keeps one of the platform's promises, so a colocate.io/ignore entry silences nothing (COL010)"
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -357,6 +398,7 @@ def _resubmitter(args: argparse.Namespace) -> int:
         if not (math.isfinite(value) and 0 <= value <= BACKOFF_LIMIT_SECONDS):
             raise InputError(f"--{name.replace('_', '-')}", str(value), f"must be a number of seconds from 0 to "
                              f"{BACKOFF_LIMIT_SECONDS} (a day)")
+    _listen_address(args.metrics_address)
     if args.max_backoff_seconds < args.backoff_seconds:
         raise InputError("--backoff-seconds", str(args.backoff_seconds),
                          "must be >= 0 and at most --max-backoff-seconds")
@@ -364,6 +406,24 @@ def _resubmitter(args: argparse.Namespace) -> int:
                                args.blocked_after_seconds, args.count_decay_seconds)
     return main.run(main.Options(tuple(args.namespace), args.lease_namespace, settings, args.metrics_port,
                                  args.metrics_address, args.kubeconfig))
+
+
+def _listen_address(address: str) -> None:
+    """``--metrics-address``: an IP address, or a name that resolves to one (else the bind would
+    fail with a gaierror, after the kubeconfig was read)."""
+    import ipaddress
+    import socket
+
+    try:
+        ipaddress.ip_address(address)
+        return
+    except ValueError:
+        pass
+    try:
+        socket.getaddrinfo(address, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise InputError("--metrics-address", address, "is not an address to listen on: give an IP address "
+                         "such as 0.0.0.0 (every interface) or 127.0.0.1") from None
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -434,15 +494,17 @@ def _rules(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps([{"id": r.id, "name": r.name, "severity": r.severity, "category": r.category,
                            "message": r.message, "rationale": r.rationale, "fix": r.fix,
-                           "admission": bool(r.admission)} for r in rules], indent=2))
+                           "admission": bool(r.admission), "suppressible": r.suppressible} for r in rules], indent=2))
         return EXIT_OK
     if args.format == "markdown":
         sys.stdout.write(rules_markdown(rules))
         return EXIT_OK
-    # ADMISSION: enforced by a generated ValidatingAdmissionPolicy too (docs/admission.md).
+    # admission: enforced by a generated ValidatingAdmissionPolicy too (docs/admission.md);
+    # never-ignored: no colocate.io/ignore entry silences it.
     for rule in rules:
         mark = "admission" if rule.admission else "check"
-        print(f"{rule.id:7} {rule.severity:8} {mark:9} {rule.name:40} {rule.rationale}")
+        ignore = "ignorable" if rule.suppressible else "never-ignored"
+        print(f"{rule.id:7} {rule.severity:8} {mark:9} {ignore:13} {rule.name:40} {rule.rationale}")
     return EXIT_OK
 
 
@@ -457,11 +519,15 @@ def rules_markdown(rules) -> str:
              "stale. `colocate check --explain ID` prints one rule's rationale, with its upstream sources,",
              "and its fix; each rule's failing and passing fixtures are in `tests/policies/fixtures/<ID>/`.",
              "Rules marked **admission** are also enforced by the API server: `admission.policies: true` in",
-             "`colocate.yaml` generates a ValidatingAdmissionPolicy for each (docs/admission.md).", "",
-             "| id | severity | category | enforced | asks |", "|---|---|---|---|---|"]
+             "`colocate.yaml` generates a ValidatingAdmissionPolicy for each (docs/admission.md).",
+             "A rule that is not **suppressible** keeps one of the platform's promises (the tiers and their",
+             "PriorityClasses, tier and GPU isolation, the queue): no `colocate.io/ignore` entry silences it",
+             "(docs/commands.md, \"Suppressing a finding\").", "",
+             "| id | severity | category | enforced | suppressible | asks |", "|---|---|---|---|---|---|"]
     for rule in sorted(rules, key=lambda r: r.id):
         where = "check, **admission**" if rule.admission else "check"
-        lines.append(f"| {rule.id} | {rule.severity} | {rule.category} | {where} | {cell(rule.message)} |")
+        ignore = "yes" if rule.suppressible else "no"
+        lines.append(f"| {rule.id} | {rule.severity} | {rule.category} | {where} | {ignore} | {cell(rule.message)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -170,6 +170,34 @@ def test_an_unparseable_quantity_is_exit_2_naming_the_file_and_field(tmp_path, t
         assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize("text, says", [
+    # hostile-3 R3-M3: each was counted as one replica, without a word.
+    ("replicas: 1000000000000000000000000000000", "1e+30 is not a replica count from 0 to 2147483647"),
+    ("replicas: 2147483648", "2147483648 is not a replica count from 0 to 2147483647"),
+    ("replicas: -5", "-5 is not a replica count from 0 to 2147483647"),
+    ('replicas: "three"', "'three' is not a replica count from 0 to 2147483647"),
+    ("replicas: 1.5", "1.5 is not a replica count from 0 to 2147483647"),
+    ("replicas: true", "True is not a replica count from 0 to 2147483647"),
+])
+def test_a_replica_count_the_api_server_refuses_is_exit_2_naming_the_field(tmp_path, text, says):
+    (tmp_path / "web.yaml").write_text(yaml.safe_dump(_deployment("1")).replace("replicas: 2", text))
+    proc = colocate("capacity", str(tmp_path))
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert f"{tmp_path / 'web.yaml'}:spec.replicas: Deployment/online/web: {says}" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+
+
+def test_replica_counts_the_api_server_takes_are_counted(tmp_path):
+    """No count is the default of one; a whole number written as 3.0 is three (go-yaml and the
+    schema take an integral float for an integer)."""
+    for text, pods in (("replicas: null", 1), ("replicas: 3.0", 3), ("replicas: 0", 0)):
+        (tmp_path / "web.yaml").write_text(yaml.safe_dump(_deployment("1")).replace("replicas: 2", text))
+        proc = colocate("capacity", str(tmp_path), "--format", "json")
+        assert proc.returncode in (0, 1), proc.stderr
+        cpu = sum(r["total"] for r in json.loads(proc.stdout)["rows"] if r["resource"] == "cpu")
+        assert cpu == 1000 * pods, (text, proc.stdout)
+
+
 def test_an_unparseable_quota_hard_limit_is_exit_2_naming_the_field(tmp_path):
     quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "online"},
              "spec": {"hard": {"requests.memory": ".nan", "count/widgets": "any text: not counted"}}}

@@ -122,7 +122,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
             validation.kill()
             validation.wait()
     findings, suppressed = _suppress(_schema_result_findings(schema_result, docs, config.kubernetes_version) + rule_findings
-                                     + _skipped_findings(inputs.skipped) + _unusable_findings(unusable), docs)
+                                     + _skipped_findings(inputs.skipped) + _unusable_findings(unusable), docs, rules)
     findings = _with_field_lines(findings, known)
     suppressed = sorted(zip(_with_field_lines([f for f, _ in suppressed], known), (reason for _, reason in suppressed)),
                         key=lambda s: (_order(s[0]), s[1]))
@@ -143,7 +143,7 @@ def judge_rendered(texts: dict[Path, str], config: config_mod.Config) -> list[Fi
                                                               if d.kind == pool_facts.KIND]), "the synthesized tree"
     rules = load_rules()
     ctx.rules = tuple(rules)
-    findings, _ = _suppress(evaluate(rules, Index(docs, ctx)), docs)
+    findings, _ = _suppress(evaluate(rules, Index(docs, ctx)), docs, rules)
     return sorted((f for f in findings if f.severity == "error"), key=lambda f: (f.file, f.line, f.rule))
 
 

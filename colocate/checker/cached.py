@@ -255,7 +255,8 @@ def _cached_rules(store: Any, env: str) -> tuple[Rule, ...]:
             rules = tuple(Rule(**{**data, "kinds": tuple(data["kinds"])}) for data in value)
             if all(isinstance(getattr(r, f), str) for r in rules for f in
                    ("id", "name", "severity", "category", "target", "rationale", "message", "fix", "scope")) \
-                    and all(isinstance(r.schema, dict) != isinstance(r.check, str) for r in rules):
+                    and all(isinstance(r.schema, dict) != isinstance(r.check, str) for r in rules) \
+                    and all(isinstance(r.suppressible, bool) for r in rules):
                 return rules
         except (TypeError, KeyError):
             pass
@@ -565,7 +566,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
                                        sum(v[2] for v in verdicts), 0, [r for v in verdicts for r in v[3]])
     findings, suppressed = _suppress(_schema_result_findings(schema_result, known_docs, config.kubernetes_version)
                                      + rule_findings + _skipped_findings(inputs.skipped) + _unusable_findings(unusable),
-                                     known_docs)
+                                     known_docs, rules)
     findings = _with_field_lines(findings, known)
     suppressed = sorted(zip(_with_field_lines([f for f, _ in suppressed], known), (reason for _, reason in suppressed)),
                         key=lambda s: (_order(s[0]), s[1]))

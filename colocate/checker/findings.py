@@ -110,14 +110,16 @@ def suppressions(doc: Doc) -> list[tuple[str, str]]:
     return out
 
 
-def _suppress(findings: list[Finding], docs: list[Doc]) -> tuple[list[Finding], list[tuple[Finding, str]]]:
-    """Split findings into kept and suppressed (with the reason). Only entries with a reason count."""
+def _suppress(findings: list[Finding], docs: list[Doc], rules: Iterable = ()) -> tuple[list[Finding], list[tuple[Finding, str]]]:
+    """Split findings into kept and suppressed (with the reason). Only entries with a reason count,
+    and never for a rule of ``rules`` that is not suppressible (rule COL010 reports such an entry)."""
+    never = {SUPPRESSION_RULE_ID, SCHEMA_RULE_ID, INPUT_RULE_ID} | {r.id for r in rules if not r.suppressible}
     by_doc = {(d.file, d.line): dict((r, why) for r, why in suppressions(d) if why) for d in docs
               if suppressions(d)}
     kept, silenced = [], []
     for f in findings:
         reason = by_doc.get((f.file, f.line), {}).get(f.rule)
-        if reason and f.rule not in (SUPPRESSION_RULE_ID, SCHEMA_RULE_ID, INPUT_RULE_ID):
+        if reason and f.rule not in never:
             silenced.append((f, reason))
         else:
             kept.append(f)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Protocol
 
 from colocate.model import quantity
-from colocate.model.names import GPU, KUBEFLOW_REPLICA_SPECS
+from colocate.model.names import GPU, KUBEFLOW_REPLICA_SPECS, TFJOB_GROUP
 from colocate.model.objects import ObjectView
 from colocate.model.pools import Resources
 
@@ -73,7 +73,8 @@ def pod_resources(spec: dict, which: str = "requests") -> Resources:
 
 def replicas(pod: PodTemplate, nodes: int) -> int:
     """How many pods of this spec run at once; ``nodes``: how many nodes a DaemonSet covers. A
-    count that is not a whole number is the schema check's finding; here it counts as the default."""
+    count the API server refuses is refused before counting (review/quantities.py, rule COL410);
+    here it counts as the default."""
     doc = pod.doc
     spec = doc.obj.get("spec") or {}
     if doc.kind in KUBEFLOW_REPLICA_SPECS and pod.replica_key:
@@ -89,4 +90,31 @@ def replicas(pod: PodTemplate, nodes: int) -> int:
 
 
 def _count(value, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+    if isinstance(value, float) and value.is_integer():  # go-yaml and the schema take 3.0 for 3
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT32_MAX else default
+
+
+#: The API's replica counts are int32 (k8s.io/api v0.28.15; training-operator v1.7.0 ReplicaSpec
+#: ``Replicas *int32``) and must not be negative (ValidateNonnegativeField).
+INT32_MAX = 2**31 - 1
+_COUNTS = {
+    "Deployment": (("spec", "replicas"),), "StatefulSet": (("spec", "replicas"),),
+    "ReplicaSet": (("spec", "replicas"),), "ReplicationController": (("spec", "replicas"),),
+    "Job": (("spec", "parallelism"), ("spec", "completions")),
+    "CronJob": (("spec", "jobTemplate", "spec", "parallelism"), ("spec", "jobTemplate", "spec", "completions")),
+}
+
+
+def replica_counts(doc: ObjectView) -> Iterator[tuple[str, Any]]:
+    """(field path, value) of every replica count of the object (None where it is absent)."""
+    for keys in _COUNTS.get(doc.kind, ()):
+        value: Any = doc.obj
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        yield ".".join(keys), value
+    field = KUBEFLOW_REPLICA_SPECS.get(doc.kind) if doc.group == TFJOB_GROUP else None
+    replicas = (doc.obj.get("spec") or {}).get(field) if field and isinstance(doc.obj.get("spec"), dict) else None
+    for key, replica in (replicas.items() if isinstance(replicas, dict) else ()):
+        if isinstance(replica, dict):
+            yield f"spec.{field}.{key}.replicas", replica.get("replicas")

@@ -1,8 +1,10 @@
 """The quantities ``capacity`` and ``diff`` count, read before counting: a container's CPU, memory
 and GPU limits and requests (colocate/model/pods.py), the hard limits of a ResourceQuota that
-quota.py counts, and the nominal quotas of a ClusterQueue that queue.py counts. One that is no Kubernetes quantity (NaN, Inf, a list, a boolean, digits other
-than ASCII), that is negative, or that is past what Kubernetes counts is bad input naming the
-file, the object and the field, never a crash or minutes of arithmetic on a million-digit number."""
+quota.py counts, the nominal quotas of a ClusterQueue that queue.py counts, and the replica counts
+they are multiplied by. One that is no Kubernetes quantity (NaN, Inf, a list, a boolean, digits
+other than ASCII), that is negative, or that is past what Kubernetes counts is bad input naming
+the file, the object and the field, never a crash, a count taken silently as the default, or
+minutes of arithmetic on a million-digit number."""
 from __future__ import annotations
 
 from decimal import Decimal
@@ -11,7 +13,7 @@ from typing import Iterable, Iterator
 from colocate.checker import manifests
 from colocate.checker.manifests import Doc
 from colocate.errors import InputError
-from colocate.model import quantity
+from colocate.model import pods, quantity
 from colocate.model.names import GPU
 from colocate.model.pods import containers
 from colocate.review import queue, quota
@@ -36,6 +38,17 @@ def check(docs: Iterable[Doc]) -> None:
                 shown = repr(value)
                 shown = shown if len(shown) <= 60 else shown[:57] + "..."
                 raise InputError(doc.file, field, f"{doc.ref}: {shown} {why}: capacity cannot count it")
+        for field, value in pods.replica_counts(doc):
+            if value is not None and not _whole_count(value):
+                shown = f"{value:g}" if isinstance(value, float) else repr(value)[:60]
+                raise InputError(doc.file, field, f"{doc.ref}: {shown} is not a replica count from 0 to "
+                                 f"{pods.INT32_MAX} (the API server refuses it): capacity cannot count it")
+
+
+def _whole_count(value: object) -> bool:
+    """A count the API server takes (int32, not negative); an integral float is one, as go-yaml reads it."""
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    return whole and not isinstance(value, bool) and 0 <= value <= pods.INT32_MAX  # type: ignore[operator]
 
 
 def _unusable(value: object, unit: str) -> str:

@@ -48,6 +48,8 @@ class Rule:
     check: str | None = None
     #: CEL the generated ValidatingAdmissionPolicy runs (colocate/rules/admission.py); None: check only.
     admission: dict | None = None
+    #: False: no ``colocate.io/ignore`` entry silences it (it keeps one of the platform's promises).
+    suppressible: bool = True
 
     def filled(self, values: dict[str, str]) -> "Rule":
         """The rule with the ``${name}`` placeholders of its message and fix replaced, as findings

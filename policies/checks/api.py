@@ -11,7 +11,7 @@ from typing import Any, Iterator, Mapping
 from colocate.model import cron, quantity
 from colocate.checker import Index, Rule, Violation, reads
 from colocate.model import pods
-from colocate.model.names import BUILTIN_PRIORITY_CLASSES, GPU, KUBEFLOW_REPLICA_SPECS, TFJOB_GROUP
+from colocate.model.names import BUILTIN_PRIORITY_CLASSES, GPU
 from colocate.policies.checks.gitops import ANNOTATIONS_LIMIT
 
 #: ConfigMap and Secret data hold at most 1 MiB (pkg/apis/core/types.go MaxSecretSize).
@@ -355,40 +355,13 @@ def cronjob_schedule(index: Index, rule: Rule) -> Iterator[Violation]:
                 yield Violation(doc, "spec.timeZone", f"{zone!r} is not an IANA time zone")
 
 
-#: The API's replica counts are int32 (k8s.io/api v0.28.15; training-operator v1.7.0 ReplicaSpec
-#: ``Replicas *int32``) and must not be negative (ValidateNonnegativeField).
-INT32_MAX = 2**31 - 1
-_COUNTS = {
-    "Deployment": (("spec", "replicas"),), "StatefulSet": (("spec", "replicas"),),
-    "ReplicaSet": (("spec", "replicas"),), "ReplicationController": (("spec", "replicas"),),
-    "Job": (("spec", "parallelism"), ("spec", "completions")),
-    "CronJob": (("spec", "jobTemplate", "spec", "parallelism"), ("spec", "jobTemplate", "spec", "completions")),
-}
-
-
-def _counts(doc) -> Iterator[tuple[str, Any]]:
-    """(field path, value) of every replica count of the object."""
-    for keys in _COUNTS.get(doc.kind, ()):
-        value: Any = doc.obj
-        for key in keys:
-            value = value.get(key) if isinstance(value, dict) else None
-        yield ".".join(keys), value
-    field = KUBEFLOW_REPLICA_SPECS.get(doc.kind) if doc.group == TFJOB_GROUP else None
-    replicas = (doc.obj.get("spec") or {}).get(field) if field and isinstance(doc.obj.get("spec"), dict) else None
-    for key, replica in (replicas.items() if isinstance(replicas, dict) else ()):
-        if isinstance(replica, dict):
-            yield f"spec.{field}.{key}.replicas", replica.get("replicas")
-
-
 def replica_range(index: Index, rule: Rule) -> Iterator[Violation]:
     """Replica counts (and a Job's parallelism and completions) outside 0..2^31-1."""
     for doc in index.api_objects():
-        if doc.kind not in _COUNTS and doc.kind not in KUBEFLOW_REPLICA_SPECS:
-            continue
-        for path, value in _counts(doc):
+        for path, value in pods.replica_counts(doc):
             # A whole number past int64 is read as a float, as go-yaml reads it (the schema
             # check takes an integral float for an integer); a fraction is the schema's finding.
             whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-            if whole and not isinstance(value, bool) and not 0 <= value <= INT32_MAX:
+            if whole and not isinstance(value, bool) and not 0 <= value <= pods.INT32_MAX:
                 shown = int(value) if isinstance(value, int) or abs(value) < 1e16 else f"{value:g}"
                 yield Violation(doc, path, f"{shown} is {'negative' if value < 0 else 'above 2^31-1 (int32)'}")

@@ -159,13 +159,21 @@ class Resubmitter:
             try:
                 self.resubmit(namespace, name, uid)
             except ColocateError as exc:
-                log.error("TFJob %s/%s: resubmission failed, retrying in %.0f s: %s", namespace, name,
-                          RETRY_SECONDS, exc)
-                with self._lock:
-                    heapq.heappush(self._queue, (time.time() + RETRY_SECONDS, namespace, name, uid))
+                self._retry(namespace, name, uid, str(exc))
                 continue
+            except Exception:  # noqa: BLE001 - one job's surprise must not end every later resubmission
+                if uid in self._pending:  # its old incarnation is gone by our delete: never drop it
+                    log.exception("TFJob %s/%s: resubmission failed unexpectedly", namespace, name)
+                    self._retry(namespace, name, uid, "unexpected error (trace above)")
+                    continue
+                log.exception("TFJob %s/%s: resubmission given up: unexpected error", namespace, name)
             with self._lock:
                 self._queued.discard(uid)
+
+    def _retry(self, namespace: str, name: str, uid: str, why: str) -> None:
+        log.error("TFJob %s/%s: resubmission failed, retrying in %.0f s: %s", namespace, name, RETRY_SECONDS, why)
+        with self._lock:
+            heapq.heappush(self._queue, (time.time() + RETRY_SECONDS, namespace, name, uid))
 
     def stop(self) -> None:
         self._stop.set()

@@ -11,6 +11,7 @@ import threading
 import uuid
 from dataclasses import dataclass
 
+from colocate.errors import InputError
 from colocate.incluster.kube import REQUEST_TIMEOUT, api_client
 from colocate.model.names import RESUBMITTER
 from colocate.incluster.resubmit import policy
@@ -51,7 +52,11 @@ def run(options: Options) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)  # a line per handled event otherwise
     api = api_client(options.kubeconfig)
-    start_http_server(options.metrics_port, options.metrics_address)
+    try:
+        start_http_server(options.metrics_port, options.metrics_address)
+    except OSError as exc:  # taken, or not an address of this host
+        raise InputError("--metrics-address", f"{options.metrics_address}:{options.metrics_port}",
+                         f"cannot listen there: {exc.strerror or exc}") from None
     metrics = Metrics(options.namespaces)
     log.info("metrics on %s:%d/metrics", options.metrics_address, options.metrics_port)
 
