@@ -111,7 +111,7 @@ def _partly_placed(obs: Observation) -> list[str]:
     """Per step, each TFJob some of whose pods run while others wait, with the GPUs they hold.
     Kueue's waitForPodsReady does not free them: v1.7.0 calls a TFJob Running once one Chief or
     Worker pod runs (docs/queue.md). At hourly steps a job seen twice in a row held them an hour."""
-    lines = [f"{st.name}: {job} holds {gpus} GPU(s)" for st in obs.steps for job, gpus in st.partly_placed.items()]
+    lines = [f"{job} holds {gpus} GPU(s) at step {st.name}" for st in obs.steps for job, gpus in st.partly_placed.items()]
     if lines and obs.hourly:
         lines.append(f"{sum(sum(st.partly_placed.values()) for st in obs.steps) * 60} GPU-minutes, counting each "
                      "hour step as the hour it starts")

@@ -82,13 +82,14 @@ def test_the_markdown_charts_render_with_mmdc(markdown, tmp_path):
     tool, browser = mmdc(), chromium()
     page = tmp_path / "day.md"
     page.write_text(markdown.stdout)
-    assert markdown.stdout.count("```mermaid") == 3
+    # A chart per pool (mixed, monitoring, online), then Kueue's queue (the reference queues training).
+    assert markdown.stdout.count("```mermaid") == 4
     config = tmp_path / "puppeteer.json"
     config.write_text(json.dumps({"executablePath": browser, "args": ["--no-sandbox", *OFFLINE_ARGS]}))
     proc = subprocess.run([str(tool), "--quiet", "-p", str(config), "-i", str(page), "-o", str(tmp_path / "out.md"),
                            "-e", "png", "-b", "white"], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    for index in (1, 2, 3):  # mixed, monitoring, online: axes and labels at least
+    for index in (1, 2, 3, 4):  # mixed, monitoring, online, the queue: axes and labels at least
         assert non_white_fraction(tmp_path / f"out-{index}.png") > 0.02
     # The mixed pool's GPU bars are drawn.
     assert coloured_pixels(tmp_path / "out-1.png", BAR_COLOURS["gpu"][1]) > 1000
@@ -98,6 +99,6 @@ def test_the_html_page_draws_the_day_offline(markdown, day_html, tmp_path):
     assert markdown.returncode == 0, markdown.stderr[-2000:]
     page = day_html
     dom, requests = _load_page(chromium(), page, tmp_path / "day.png")
-    assert dom.count("<svg ") == 3 and "<table>" in dom and "02:00" in dom
+    assert dom.count("<svg ") == 4 and "<table>" in dom and "02:00" in dom
     assert requests == []
     assert non_white_fraction(tmp_path / "day.png") > 0.05
