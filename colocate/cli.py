@@ -301,7 +301,7 @@ def _capacity(args: argparse.Namespace) -> int:
     queues = queue.queues(docs, queue.night_hours(config))
     waiting = {j.name for q in queues for j in q.waiting}
     running = queue.admitted_only(docs, queues)
-    usage, uses = usage.usage(running, pools), quota.uses(running, pools)
+    usage, uses = usage.usage(running, pools, usage.reference_tiers(config)), quota.uses(running, pools)
     sys.stdout.write(formats.CAPACITY_FORMATS[args.format](usage, uses, queues))
     if waiting:
         print(escape(f"colocate: not counted: {len(waiting)} TFJob(s) waiting in the queue ({', '.join(sorted(waiting))}): "

@@ -219,3 +219,24 @@ def test_diff_names_the_revision_of_an_unparseable_quantity(tmp_path):
     proc = colocate("diff", "HEAD~1", "HEAD", "--no-policy", cwd=repo)
     assert proc.returncode == 2 and f"HEAD: dist/web.yaml:{CPU_FIELD}: Deployment/online/web: [1] is not" in proc.stderr, \
         proc.stderr
+
+
+def test_a_relabelled_priority_class_moves_no_load_between_tiers(tmp_path):
+    """colocate.yaml says which tier a PriorityClass serves: offline-batch relabelled online in dist/
+    still counts the training as offline (hostile-3's relabel commit moved 47 CPU to online)."""
+    dist = tmp_path / "dist"
+    shutil.copytree(DIST, dist)
+    path = dist / "apps/platform/priorityclass.offline-batch.yaml"
+    doc = yaml_load(path.read_text())
+    doc["metadata"]["labels"]["colocate.io/tier"] = "online"
+    path.write_text(yaml.safe_dump(doc))
+    pools = reference(config_mod.load()).pools
+    docs = capacity.api_objects(dist)
+    by_label = capacity.usage(docs, pools).requests["mixed"]
+    assert by_label["online"].cpu_milli > 0  # the label alone would move it
+    configured = capacity.usage(docs, pools, capacity.reference_tiers()).requests["mixed"]
+    assert "online" not in configured and configured["offline"].cpu_milli == by_label["online"].cpu_milli
+    proc = colocate("capacity", str(dist), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    (cpu,) = [r for r in json.loads(proc.stdout)["rows"] if (r["pool"], r["resource"]) == ("mixed", "cpu")]
+    assert "online" not in cpu["byTier"] and cpu["byTier"]["offline"] == configured["offline"].cpu_milli, cpu

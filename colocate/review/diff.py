@@ -124,7 +124,8 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
             # A job waiting in the queue has no pod: it takes nothing from its pool or its quota,
             # so a job past tonight's quota reads as waiting, not as a pool or a quota overrun.
             running_before, running_after = queue.admitted_only(old, queues_before), queue.admitted_only(new, queues_after)
-            load = tuple(usage.deltas(usage.usage(running_before, known), usage.usage(running_after, known)))
+            tiers = usage.reference_tiers(config_path)
+            load = tuple(usage.deltas(usage.usage(running_before, known, tiers), usage.usage(running_after, known, tiers)))
             quotas = tuple(quota.deltas(quota.uses(running_before, known), quota.uses(running_after, known)))
             was = set(usage.unfit(old, known))
             unfit = tuple(u for u in usage.unfit(new, known) if u not in was)
@@ -132,10 +133,4 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
                   load, quotas, unfit, queued)
 
 
-def configured_tiers(config_path: Path | None = None) -> tuple[PriorityTier, ...]:
-    """The priority tiers of the current source's cluster: the source of truth for which
-    PriorityClass serves which tier."""
-    from colocate import config as config_mod
-    from colocate.model.cluster import reference
-
-    return reference(config_mod.load(config_path) if config_path else config_mod.load()).tiers
+configured_tiers = usage.reference_tiers

@@ -24,6 +24,7 @@ from colocate.checker import manifests
 from colocate.model import quantity
 from colocate.model.names import GPU, TIER_LABEL
 from colocate.model.pools import NodePoolProps, Resources
+from colocate.model.tiers import PriorityTier
 from colocate.checker.manifests import Doc, PodSpec
 from colocate.model.pods import ZERO, pod_resources, replicas
 from colocate.model.pool_facts import node_labels, tolerated
@@ -45,6 +46,15 @@ def reference_pools(config_path: Path | None = None) -> tuple[NodePoolProps, ...
     from colocate.model.cluster import reference
 
     return reference(config_mod.load(config_path) if config_path else config_mod.load()).pools
+
+
+def reference_tiers(config_path: Path | None = None) -> tuple[PriorityTier, ...]:
+    """The priority tiers of the current source's cluster: the source of truth for which
+    PriorityClass serves which tier."""
+    from colocate import config as config_mod
+    from colocate.model.cluster import reference
+
+    return reference(config_mod.load(config_path) if config_path else config_mod.load()).tiers
 
 
 @dataclass(frozen=True)
@@ -69,8 +79,12 @@ class Usage:
         return sorted({t for by_tier in self.requests.values() for t in by_tier})
 
 
-def _tier_of(docs: Iterable[Doc]) -> Callable[[PodSpec], str]:
+def _tier_of(docs: Iterable[Doc], tiers: Sequence[PriorityTier] = ()) -> Callable[[PodSpec], str]:
+    """A pod's tier: its PriorityClass's, else its namespace's label. A class the configuration
+    names keeps the configured role whatever its label says (colocate.yaml is the source of truth
+    for tiers: a relabel in dist/ moves no load between tiers)."""
     by_class = {d.name: d.labels.get(TIER_LABEL) for d in docs if d.kind == "PriorityClass"}
+    by_class.update({t.name: t.role for t in tiers})
     by_ns = {d.name: d.labels.get(TIER_LABEL) for d in docs if d.kind == "Namespace"}
     return lambda pod: by_class.get(pod.spec.get("priorityClassName") or "") or by_ns.get(pod.doc.namespace) \
         or DEFAULT_TIER
@@ -97,9 +111,9 @@ def daemonset_pools(pod: PodSpec, pools: Sequence[NodePoolProps]) -> list[NodePo
             and all(tolerated(tolerations, t) for t in p.taints if t.effect != "PreferNoSchedule")]
 
 
-def usage(docs: list[Doc], pools: Sequence[NodePoolProps]) -> Usage:
+def usage(docs: list[Doc], pools: Sequence[NodePoolProps], tiers: Sequence[PriorityTier] = ()) -> Usage:
     nodes = {p.name: p.nodes for p in pools}
-    tier_of = _tier_of(docs)
+    tier_of = _tier_of(docs, tiers)
     requests: dict[str, dict[str, Resources]] = {}
 
     def add(pool: str, tier: str, amount: Resources) -> None:
