@@ -24,6 +24,7 @@ import (
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	vap "k8s.io/apiserver/pkg/admission/plugin/validatingadmissionpolicy"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
 )
 
@@ -94,8 +95,11 @@ func run(in input) result {
 
 	gvk := obj.GroupVersionKind()
 	gvr := gvk.GroupVersion().WithResource(in.Resource)
+	// Every request the API server admits has a user; dist/'s objects are created by Argo CD's
+	// application controller (request.userInfo.username, which a policy may read).
+	applier := &user.DefaultInfo{Name: "system:serviceaccount:argocd:argocd-application-controller"}
 	attrs := admission.NewAttributesRecord(obj, nil, gvk, obj.GetNamespace(), obj.GetName(), gvr, "",
-		admission.Create, &metav1.CreateOptions{}, false, nil)
+		admission.Create, &metav1.CreateOptions{}, false, applier)
 	versioned := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: obj}
 	request := plugincel.CreateAdmissionRequest(attrs, metav1.GroupVersionResource(gvr), metav1.GroupVersionKind(gvk))
 	namespace := plugincel.CreateNamespaceObject(in.Namespace)
