@@ -88,7 +88,13 @@ func run(in input) result {
 	validations, messages := []plugincel.ExpressionAccessor{}, []plugincel.ExpressionAccessor{}
 	for _, v := range in.Policy.Spec.Validations {
 		validations = append(validations, &vap.ValidationCondition{Expression: v.Expression, Message: v.Message})
-		messages = append(messages, &vap.MessageExpressionCondition{MessageExpression: v.MessageExpression})
+		// No messageExpression is a nil placeholder, as the API server compiles it
+		// (validatingadmissionpolicy/controller_reconcile.go convertv1beta1MessageExpressions).
+		var message plugincel.ExpressionAccessor
+		if v.MessageExpression != "" {
+			message = &vap.MessageExpressionCondition{MessageExpression: v.MessageExpression}
+		}
+		messages = append(messages, message)
 	}
 	validationFilter := compiler.Compile(validations, withAuthz, environment.NewExpressions)
 	messageFilter := compiler.Compile(messages, withoutAuthz, environment.NewExpressions)
