@@ -3,11 +3,12 @@ it, whatever changed between runs; a corrupt, foreign or misplaced cache is neve
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import shutil
 import subprocess
 import tempfile
-import types
+import time
 from pathlib import Path
 
 import pytest
@@ -177,28 +178,6 @@ def test_findings_are_the_same_with_and_without_the_cache(steps):
 
 @pytest.mark.slow
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 200), st.integers(0, 10_000)), min_size=1, max_size=4))
-def test_findings_are_the_same_when_every_stat_is_trusted(steps):
-    """The edits above come in quick succession: every file they touch is racily clean and read
-    again. Here the index trusts every stat signature (nanosecond times and change times tell
-    each edit), so the keys come from the index and a changed file's unchanged objects keep the
-    per-object findings of its previous entry."""
-    racy = verdict_cache.RACY_NS
-    verdict_cache.RACY_NS = -10**18
-    try:
-        with tempfile.TemporaryDirectory(prefix="colocate-cache-test-") as tmp:
-            tree, cache = Path(tmp) / "dist", Path(tmp) / "cache"
-            _copy_dist(tree)
-            _same(tree, cache)
-            for op, pick, value in steps:
-                _mutate(tree, op, pick, value)
-                _same(tree, cache)
-    finally:
-        verdict_cache.RACY_NS = racy
-
-
-@pytest.mark.slow
-@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.tuples(st.sampled_from(CROSS_OPS + ("add", "kind", "first", "copy", "drop")), st.integers(0, 200),
                           st.integers(0, 10_000)), min_size=1, max_size=4))
 def test_cross_object_findings_are_the_same_with_and_without_the_cache(steps):
@@ -246,51 +225,43 @@ def test_an_unchanged_tree_is_answered_from_the_cache_and_one_change_rereads_one
     assert f"{files - 1} of {files} files reused, 1 read afresh" in _same(tree, cache)
 
 
-def _same_size_edit(path: Path) -> None:
-    """A digit of the file changed, its size and modification time kept (os.utime)."""
+def test_a_write_through_a_memory_mapping_is_seen(tmp_path):
+    """Two writes through one shared mapping to the same page: Linux updates the times when a
+    clean page is first written, not at the second write, so the file's whole stat signature
+    (size, times, inode) is the one the check after the first write saw. The check reads every
+    file's bytes, so it still judges what the file says."""
+    tree, cache = tmp_path / "dist", tmp_path / "cache"
+    _copy_dist(tree)
+    path = next(p for p in sorted(tree.rglob("*.yaml")) if "replicas: " in p.read_text())
+    with path.open("r+b") as f, mmap.mmap(f.fileno(), 0) as mapped:
+        at = mapped.find(b"replicas: ") + len(b"replicas: ")
+        mapped[at:at + 1] = b"7"  # the first write dirties the page and moves the times
+        time.sleep(2.2)  # well past any racy margin: a stat taken now would be trusted
+        _same(tree, cache)
+        signature = [(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) for st in [path.stat()]]
+        mapped[at:at + 1] = b"8"
+        said = _same(tree, cache)
+        if [(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) for st in [path.stat()]] == signature:
+            assert "1 read afresh" in said, said  # the case this test is for: the stat did not move
+        assert b"replicas: 8" in path.read_bytes()
+
+
+def test_a_same_size_edit_that_keeps_the_modification_time_is_seen(tmp_path):
+    """A digit changed, its size and modification time set back (os.utime)."""
+    tree, cache = tmp_path / "dist", tmp_path / "cache"
+    _copy_dist(tree)
+    _same(tree, cache)
+    path = next(p for p in sorted(tree.rglob("*.yaml")) if "replicas: " in p.read_text())
     st = path.stat()
     text = path.read_text()
     at = next(i for i, c in enumerate(text) if c.isdigit() and text[i - 1] == " ")
     path.write_text(text[:at] + str((int(text[at]) + 1) % 10) + text[at + 1:])
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert path.stat().st_size == st.st_size
-
-
-def test_a_file_is_read_again_unless_its_stat_was_taken_well_after_it_changed(tmp_path, monkeypatch):
-    """The index trusts a file's stat signature, as git's does, only when it was taken at least
-    RACY_NS after the file last changed. A file system that keeps times in whole seconds and no
-    change time or inode (simulated here) cannot tell a same-size edit within the same second
-    from no edit: that file is racily clean, read and hashed again, and the findings follow the
-    edit. Without the margin, the edit would be missed: the margin is what this test tests."""
-    tree, cache = tmp_path / "dist", tmp_path / "cache"
-    _copy_dist(tree)
-    monkeypatch.setattr(verdict_cache, "_signature",
-                        lambda st: [st.st_size, st.st_mtime_ns // 1_000_000_000 * 1_000_000_000, 0, 0, 0])
-    path = next(p for p in sorted(tree.rglob("*.yaml")) if "replicas: " in p.read_text())
-    # Every file just copied, and the runs below start within RACY_NS of that however loaded the
-    # machine: the clock verdict_cache reads stands still at the copy's last change.
-    copied = max(max(p.stat().st_mtime_ns, p.stat().st_ctime_ns) for p in tree.rglob("*.yaml"))
-    monkeypatch.setattr(verdict_cache, "time", types.SimpleNamespace(time_ns=lambda: copied + 1))
-    _same(tree, cache)  # racily clean: none trusted by its stat
-    _same_size_edit(path)
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
     assert "1 read afresh" in _same(tree, cache)
-    monkeypatch.undo()
-    monkeypatch.setattr(verdict_cache, "_signature",
-                        lambda st: [st.st_size, st.st_mtime_ns // 1_000_000_000 * 1_000_000_000, 0, 0, 0])
-
-    monkeypatch.setattr(verdict_cache, "RACY_NS", -10**18)  # no margin: every stat trusted
-    reads = []
-    real = verdict_cache.file_key
-    monkeypatch.setattr(verdict_cache, "file_key", lambda *a: reads.append(a) or real(*a))
-    _same(tree, cache)
-    _same(tree, cache)
-    assert len(reads) == len(list(tree.rglob("*.yaml")))  # the second run read no file
-    _same_size_edit(path)
-    assert "unchanged, the whole result reused" in _outcome(tree, cache)[1]  # missed
 
 
-def test_an_object_appended_to_a_file_is_the_only_one_judged_again(tmp_path, monkeypatch):
-    monkeypatch.setattr(verdict_cache, "RACY_NS", -10**18)  # every stat trusted: the index names the entry before
+def test_an_object_appended_to_a_file_is_the_only_one_judged_again(tmp_path):
     tree, cache = tmp_path / "dist", tmp_path / "cache"
     _copy_dist(tree)
     _same(tree, cache)

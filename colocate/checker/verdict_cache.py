@@ -39,7 +39,7 @@ from typing import Any, Iterable
 from colocate.base import compiled, private_cache
 
 #: Changes whenever an entry's layout does: older entries are then never read.
-FORMAT = 3
+FORMAT = 4
 MAGIC = b"colocate-check-cache %d\n" % FORMAT
 _DIGEST = 32
 
@@ -218,7 +218,8 @@ def _tree_digest(roots: Iterable[Path]) -> str:
     kept by their stat signatures (colocate.base.compiled.digest), change time included: read once
     per installation, not once per cache (a first check, or one with --cache elsewhere, hashes no
     8 MB again), and read again after any write. Not kept while a file is racily clean
-    (:data:`RACY_NS`), as the checked files' index."""
+    (:data:`RACY_NS`). The checked files are never known by their stat (:func:`file_keys`); an
+    installation is not written through a memory mapping."""
     roots = list(roots)
     files = _tree_files(roots)
     signature = hashlib.blake2b(digest_size=20)
@@ -354,10 +355,10 @@ def file_key(env: str, path: Path, named: bool) -> str | None:
 
 #: A file changed this close (in nanoseconds) to when its bytes were read is "racily clean", as
 #: git calls it: it may change again within the file system's time granularity (2 s on FAT, 1 s
-#: or coarser on some network file systems) and keep the stat signature it was read with. Its
-#: digest is then not remembered by stat, and it is read and hashed again on the next run.
+#: or coarser on some network file systems) and keep the stat signature it was read with. An
+#: installation's digest (:func:`_tree_digest`, :func:`_file_digest`) is then not remembered by
+#: stat, and its files are read and hashed again on the next run.
 RACY_NS = 2_000_000_000
-_STAT_FIELDS = 5
 
 
 def _signature(st: os.stat_result) -> list[int]:
@@ -368,47 +369,34 @@ def _signature(st: os.stat_result) -> list[int]:
 
 def file_keys(store: Store, env: str, paths: list[Path], named: set[str], given: Iterable[Any]
               ) -> tuple[list[str | None], dict[str, str]]:
-    """Every checked file's key (:func:`file_key`), and for each file whose stat signature changed
-    the key it had last time (its per-object findings may be reused object by object).
+    """Every checked file's key (:func:`file_key`), and for each file whose key changed the key it
+    had last time (its per-object findings may be reused object by object).
 
-    The index entry (key: environment and the paths named on the command line) keeps, per file,
-    its stat signature and the key its bytes gave. A file whose signature is the one kept is not
-    read: its key is the one kept, as git's index trusts a file's stat. Only signatures taken
-    when the file was not racily clean (:data:`RACY_NS`) are kept, so an edit within the file
-    system's time granularity that keeps the size and times is still read. A corrupt or foreign
-    index entry is ignored (every file is then read)."""
+    Every file is read and hashed on every run (24 MB of 200 files in 0.03 s): a stat signature
+    cannot tell every write. A write through a shared memory mapping to a page already dirty keeps
+    the size, both times and the inode (Linux updates the times when a clean page is first
+    written). The index entry (key: environment and the paths named on the command line) keeps
+    only each file's last key. A corrupt or foreign index entry is ignored."""
     index_key = _hash("index", env, *map(str, given))
     value = store.get("index", index_key)
-    known: dict[str, list] = {}
+    known: dict[str, str] = {}
     if isinstance(value, dict):
-        if all(isinstance(v, list) and len(v) == _STAT_FIELDS + 1 and all(type(x) is int for x in v[:-1])
-               and isinstance(v[-1], str) for v in value.values()):
+        if all(isinstance(v, str) for v in value.values()):
             known = value
         else:
             store.reject()
     keys: list[str | None] = []
     previous: dict[str, str] = {}
-    kept: dict[str, list] = {}
-    now = time.time_ns()  # before any stat: a file changed after it is never older than it
+    kept: dict[str, str] = {}
     for path in paths:
         file = str(path)
-        was = known.get(file)
-        try:
-            st = os.stat(path)
-        except OSError:
-            keys.append(None)
-            continue
-        signature = _signature(st)
-        if was is not None and was[:-1] == signature:
-            keys.append(was[-1])
-            kept[file] = was
-            continue
         key = file_key(env, path, file in named)
         keys.append(key)
-        if was is not None and was[-1] != key:
-            previous[file] = was[-1]
-        if key is not None and max(st.st_mtime_ns, st.st_ctime_ns) < now - RACY_NS:
-            kept[file] = signature + [key]
+        was = known.get(file)
+        if was is not None and was != key:
+            previous[file] = was
+        if key is not None:
+            kept[file] = key
     if kept != known:
         store.put("index", index_key, kept)
     return keys, previous
