@@ -12,6 +12,7 @@ import types
 import pytest
 
 from colocate import ROOT, cli
+from colocate.cli.simulate import write_reports
 from colocate.errors import ColocateError, InputError
 from tests.helpers import colocate
 
@@ -100,7 +101,7 @@ def test_every_file_is_tried_and_each_failure_named(tmp_path):
     files = [("html", gone / "day.html"), ("json", tmp_path / "day.json")]
     gone.rmdir()
     with pytest.raises(ColocateError) as caught:
-        cli.write_reports(files, lambda fmt: f"{fmt} report\n", force=False)
+        write_reports(files, lambda fmt: f"{fmt} report\n", force=False)
     assert f"{gone / 'day.html'}: must be a file in an existing folder" in str(caught.value)
     assert (tmp_path / "day.json").read_text() == "json report\n"
 

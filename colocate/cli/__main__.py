@@ -1,0 +1,5 @@
+import sys
+
+from colocate.cli import main
+
+sys.exit(main())
