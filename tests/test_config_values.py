@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from colocate import ROOT, config
+from colocate.base import safe_yaml, validated_yaml
 from colocate.errors import InputError
 from tests.helpers import colocate
 
@@ -52,11 +53,11 @@ def test_the_usual_repository_urls_are_accepted(tmp_path, value):
 def test_every_anchored_pattern_refuses_a_trailing_newline():
     """The schema's patterns are ECMA-262, whose $ is the end of the string; Python's $ also
     matches before a final newline. Checked without the control-character guard in front."""
-    data = config.safe_yaml.load(TEXT)
+    data = safe_yaml.load(TEXT)
     data["gitops"]["argocdNamespace"] = "argocd\n"
     data["monitoring"]["retention"] = "15d\n"
     with pytest.raises(InputError) as error:
-        config.validate(data, config._SCHEMA, "colocate.yaml")
+        validated_yaml.validate(data, config._SCHEMA, "colocate.yaml")
     assert error.value.where == "$.gitops.argocdNamespace" and "$.monitoring.retention" in error.value.reason
 
 

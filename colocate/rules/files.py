@@ -74,12 +74,12 @@ def read_rules(rules_dir: Path = RULES_DIR) -> tuple[Rule, ...]:
 
 
 def _parse_rules(files: list[Path]) -> list[dict[str, Any]]:
-    from colocate import config as config_mod  # here: a check answered from its cache needs none of it
+    from colocate.base import validated_yaml  # here: a check answered from its cache needs none of it
 
     rows = []
     for path in files:
-        data = config_mod.load_yaml_file(path)
-        config_mod.validate(data, _RULE_SCHEMA, str(path))
+        data = validated_yaml.load_yaml_file(path)
+        validated_yaml.validate(data, _RULE_SCHEMA, str(path))
         if not path.stem.startswith(data["id"]):
             raise InputError(str(path), "$.id", f"file name must start with the rule id {data['id']}")
         rows.append({**data, "kinds": list(data.get("kinds", ()))})

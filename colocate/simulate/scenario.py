@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from colocate import config
+from colocate.base import validated_yaml
 from colocate.errors import InputError
 from colocate.base.data_files import data_path, display
 from colocate.base.text import escape
@@ -69,8 +69,8 @@ def load(name_or_file: str) -> Scenario:
         raise InputError("--scenario", name_or_file, f"no such scenario; shipped: {', '.join(shipped())}, "
                          "or name a scenario file (.yaml)")
     file = display(path)
-    data = config.load_yaml_file(path, file)
-    config.validate(data, _SCHEMA, file)
+    data = validated_yaml.load_yaml_file(path, file)
+    validated_yaml.validate(data, _SCHEMA, file)
     return Scenario(name=data.get("name", path.stem), description=data.get("description", ""),
                     scale_to_peak=data.get("scaleToPeak", False), scale=dict(data.get("scale") or {}),
                     nodes=dict(data.get("nodes") or {}), offline_may_wait=data.get("offlineMayWait", False),

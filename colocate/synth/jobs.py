@@ -14,7 +14,8 @@ from typing import Any
 
 from colocate import ROOT
 from colocate.model import quantity
-from colocate.config import Config, load_yaml_file, validate
+from colocate.base.validated_yaml import load_yaml_file, validate
+from colocate.config import Config
 from colocate.errors import InputError
 from colocate.model.scheduling import reference_error
 from colocate.base.data_files import CONFIG_NAME, data_path, display
