@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from cdk8s import Chart
@@ -68,6 +69,16 @@ class ColocateChart(Chart):
         """``config.image(upstream)``, remembering ``upstream`` for the nodes' registry mirror."""
         self.upstream_images.add(upstream)
         return config.image(upstream)
+
+    def objects(self, reuse: Sequence[Path] = ()) -> list[Any]:
+        """What the chart writes to its folder: cdk8s' synthesis (resolving patches and labels).
+        A chart rendered from an upstream source reads or renders its own (charts/upstream.py)."""
+        return self.to_json()
+
+    def rendering(self, written: Sequence[Mapping[str, Any]]) -> tuple[dict[str, str], dict[str, Any]] | None:
+        """For a chart rendered from an upstream source, the texts of its files and the record
+        dist/index.yaml keeps of the rendering; None for a chart cdk8s synthesizes."""
+        return None
 
     @property
     def is_app(self) -> bool:

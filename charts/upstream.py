@@ -10,12 +10,12 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from constructs import Construct
 
 from colocate.base import goyaml, vendored
-from colocate.synth import vendor_render
+from colocate.synth import vendor_render, write
 from colocate.charts._base import AppSpec, ColocateChart
 from colocate.config import Config
 from colocate.constructs.argocd_application import git_directory
@@ -90,8 +90,15 @@ class RenderedChart(ColocateChart):
             _RENDERED[self.inputs] = vendor_render.render(self.row.source, self.target)
         return copy.deepcopy(_RENDERED[self.inputs])
 
-    def to_json(self) -> list[Any]:
-        raise TypeError("a rendered chart's objects come from objects(), not cdk8s")
+    def rendering(self, written: Sequence[Mapping[str, Any]]) -> tuple[dict[str, str], dict[str, Any]]:
+        # Dumped once (the writer takes these texts); files read back are their own text.
+        files = self.texts or {write.Manifest(self.folder, obj).filename: write.dump(write.canonical(obj))
+                               for obj in written}
+        source = self.row.source
+        root = vendored.load()[source.tree].path
+        where = f"{root}/{source.path}" if isinstance(source, vendor_render.KustomizeSource) else root
+        return files, {"renderer": source.renderer, "source": where, "inputs": self.inputs,
+                       "output": vendor_render.output_digest(files)}
 
     def _read_back(self, tree: Path) -> tuple[list[dict[str, Any]], dict[str, str]] | None:
         try:

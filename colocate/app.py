@@ -11,7 +11,7 @@ from cdk8s import App
 
 from colocate import ROOT, config as config_mod
 from colocate.synth import jobs as jobs_mod, write, vendor_render
-from colocate.base import safe_yaml, vendored
+from colocate.base import safe_yaml
 from colocate.errors import InputError
 from colocate.base.data_files import repository
 from colocate.model import cluster as cluster_mod
@@ -92,8 +92,7 @@ def manifests(built: Built, reuse: Sequence[Path] = (DIST,)) -> list[write.Manif
     are read back from the first tree of ``reuse`` that holds them unchanged, else rendered."""
     out = []
     for chart in built.charts:
-        objects = chart.objects(reuse) if isinstance(chart, RenderedChart) else chart.to_json()
-        out.extend(write.Manifest(chart.folder, obj) for obj in objects)
+        out.extend(write.Manifest(chart.folder, obj) for obj in chart.objects(reuse))
     return out
 
 
@@ -103,13 +102,10 @@ def render_files(built: Built, reuse: Sequence[Path] = (DIST,)) -> dict[str, str
     apps[next(c.folder for c in built.charts if isinstance(c, ApplicationsChart))] = ROOT_APP
     rendered, texts = {}, {}
     for chart in built.charts:
-        if isinstance(chart, RenderedChart):
-            # Dumped once (the writer takes these texts); files read back are their own text.
-            files = chart.texts or {m.filename: write.dump(write.canonical(m.obj)) for m in items
-                                    if m.folder == chart.folder}
+        own = chart.rendering([m.obj for m in items if m.folder == chart.folder])
+        if own is not None:
+            files, rendered[chart.folder] = own
             texts.update({f"{chart.folder}/{name}": text for name, text in files.items()})
-            rendered[chart.folder] = {"renderer": chart.row.source.renderer, "source": vendored_path(chart),
-                                      "inputs": chart.inputs, "output": vendor_render.output_digest(files)}
     doc = write.index(items, built.config.release, built.config.kubernetes_version, apps, rendered)
     extra = {f"{c.folder}/{path}": text for c in built.charts for path, text in c.extra_files.items()}
     return write.render(items, doc, extra, texts)
@@ -135,12 +131,6 @@ def job_files(config_path: Path | None, paths: Sequence[Path]) -> list[tuple[str
         wanted = {("TFJob", job.name), ("PersistentVolumeClaim", f"{job.name}-checkpoints")}
         out.append((job.name, {path: files[path] for path, kinds in objects.items() if set(kinds) & wanted}))
     return out
-
-
-def vendored_path(chart: RenderedChart) -> str:
-    source = chart.row.source
-    root = vendored.load()[source.tree].path
-    return f"{root}/{source.path}" if isinstance(source, vendor_render.KustomizeSource) else root
 
 
 def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path | None = None,
