@@ -19,7 +19,7 @@ from colocate.charts.upstream import Rendered
 from colocate.constructs import dcgm_exporter as dcgm, kube_prometheus_stack as kps
 from colocate.synth.vendor_render import HelmSource
 from colocate.mixin import tfjob_state
-from colocate.constructs.colocation_mixin import ColocationMixin
+from colocate.mixin.colocation import ColocationMixin
 from colocate.mixin.config import MixinConfig
 from colocate.mixin.routing import ReceiverSecret
 from colocate.constructs.node_pool import NodePool

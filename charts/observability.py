@@ -5,7 +5,7 @@ from constructs import Construct
 
 from colocate.model.cluster import Cluster
 from colocate.charts._base import ColocateChart
-from colocate.constructs.colocation_mixin import ColocationMixin
+from colocate.mixin.colocation import ColocationMixin
 from colocate.mixin.config import MixinConfig
 from colocate.constructs.grafana_dashboard import GrafanaDashboard, GrafanaDashboardProps
 from colocate.constructs.prometheus_rule import PrometheusRule, PrometheusRuleProps

@@ -103,7 +103,7 @@ class DcgmExporterProps:
     namespace: str
     #: Pools with GPUs; the DaemonSet runs on each, tolerating its taints.
     gpu_pools: Sequence[GpuPool]
-    #: DCGM fields our rules and dashboards query (e.g. colocation_mixin.dcgm_fields()).
+    #: DCGM fields our rules and dashboards query (e.g. colocate.mixin.colocation.dcgm_fields()).
     used_fields: Sequence[str]
     #: Labels Prometheus selects ServiceMonitors by (the kube-prometheus-stack release label).
     monitor_labels: Mapping[str, str]

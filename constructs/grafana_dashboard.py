@@ -12,26 +12,18 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from constructs import Construct
 
 from colocate.errors import PropError
 from colocate.constructs._k8s import emit
 from colocate.model.validate import check_dns_label
-from colocate.promql.grafana import panels
+from colocate.promql.grafana import dashboard_json, panels
 from colocate.model.names import DASHBOARD_SIDECAR_LABEL as SIDECAR_LABEL, GRAFANA_SCHEMA_VERSION, GRAFANA_VERSION, SYNC_OPTIONS
 
 #: Kubernetes refuses a ConfigMap whose data exceeds 1 MiB.
 MAX_DATA_BYTES = 1024 * 1024
 _UID = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 _DATASOURCE_UID = "${datasource}"
-
-
-def dashboard_json(dashboard: Any) -> dict[str, Any]:
-    """A grafana-foundation-sdk dashboard model (or its JSON dict) as a plain dict."""
-    if isinstance(dashboard, Mapping):
-        return json.loads(json.dumps(dashboard))
-    return json.loads(JSONEncoder(sort_keys=True).encode(dashboard))
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import yaml
 
 from colocate import ROOT, config as config_mod
 from colocate.constructs import kube_prometheus_stack as kps
-from colocate.constructs.colocation_mixin import ColocationMixin
+from colocate.mixin.colocation import ColocationMixin
 from colocate.mixin.config import MixinConfig
 from colocate.mixin.routing import CHAT, HEARTBEAT, NULL, PAGER, SECRETS_DIR, ReceiverSecret
 from colocate.errors import InputError, PropError

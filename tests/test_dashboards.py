@@ -9,7 +9,7 @@ import promql_parser
 from tests.helpers import chart_values, yaml_load
 from colocate import config as config_mod
 from colocate.model import cluster as cluster_mod
-from colocate.constructs.colocation_mixin import ColocationMixin, dcgm_fields
+from colocate.mixin.colocation import ColocationMixin, dcgm_fields
 from colocate.mixin.config import PARSE_VALUES, MixinConfig, metric_names, sanitize_label
 from colocate.model.names import POOL_LABEL
 from colocate.constructs.grafana_dashboard import from_configmap
@@ -162,7 +162,7 @@ def _label_names(expr: str) -> set[str]:
 def test_the_dashboard_uid_does_not_change_with_its_title():
     from dataclasses import replace
 
-    from colocate.constructs.grafana_dashboard import dashboard_json
+    from colocate.promql.grafana import dashboard_json
 
     config = MixinConfig.from_cluster(cluster_mod.reference(config_mod.load()))
     boards = [dashboard_json(ColocationMixin(c).dashboards[0]) for c in (config, replace(config, dashboard_title="Co-location"))]

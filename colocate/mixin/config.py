@@ -220,10 +220,10 @@ class Selectors:
     def __init__(self, config: MixinConfig):
         self.config = config
         c = config
-        self._ksm = c.ksm_selector
-        self._ns = f'namespace="{c.training_namespace}"'
-        self._cadvisor = f"{c.cadvisor_selector}, {c.container_filter}"
-        self._dcgm = f'job="{c.dcgm_job}"'
+        self.ksm = c.ksm_selector
+        self.ns = f'namespace="{c.training_namespace}"'
+        self.cadvisor = f"{c.cadvisor_selector}, {c.container_filter}"
+        self.dcgm = f'job="{c.dcgm_job}"'
 
     # -- shared sub-expressions -------------------------------------------------------
 
@@ -231,27 +231,27 @@ class Selectors:
     def tfjobs_given_up(self) -> str:
         """1 per TFJob the resubmitter gave up on; ``max`` merges its replicas' series."""
         c = self.config
-        gauge = sel(c.given_up_metric, eq("job", c.resubmitter_job), self._ns)
+        gauge = sel(c.given_up_metric, eq("job", c.resubmitter_job), self.ns)
         return f"max by (namespace, {c.tfjob_label}) ({gauge}) == 1"
 
     @property
     def tfjobs_blocked(self) -> str:
         """1 per TFJob whose resubmission waits for old pods that stay terminating."""
         c = self.config
-        gauge = sel(c.blocked_metric, eq("job", c.resubmitter_job), self._ns)
+        gauge = sel(c.blocked_metric, eq("job", c.resubmitter_job), self.ns)
         return f"max by (namespace, {c.tfjob_label}) ({gauge}) == 1"
 
     @property
-    def _active_pods(self) -> str:
+    def active_pods(self) -> str:
         """1 per pod that holds its requests: Succeeded/Failed pods (a TFJob's until the operator
         cleans them up, or any other pod's) still have request series in kube-state-metrics."""
-        phase = sel("kube_pod_status_phase", self._ksm, re_("phase", "Pending|Running"))
+        phase = sel("kube_pod_status_phase", self.ksm, re_("phase", "Pending|Running"))
         return f"max by (namespace, pod) ({phase} == 1)"
 
     def tfjob_condition(self, matcher: str) -> str:
         """1 per TFJob in the training namespace whose condition matching ``matcher`` is True."""
         c = self.config
-        cond = sel(c.tfjob_condition_metric, self._ksm, self._ns, matcher)
+        cond = sel(c.tfjob_condition_metric, self.ksm, self.ns, matcher)
         return f"max by (namespace, {c.tfjob_label}, {c.tfjob_condition_label}) ({cond}) == 1"
 
     @property
@@ -269,18 +269,18 @@ class Selectors:
         return (f"({failed}) or ({succeeded} unless {key} {failed})"
                 f" or ({active} unless {key} {finished}) or ({created} unless {key} {started})")
 
-    def _allocatable(self, resources: str) -> str:
-        alloc = sel("kube_node_status_allocatable", self._ksm, re_("resource", resources))
+    def allocatable(self, resources: str) -> str:
+        alloc = sel("kube_node_status_allocatable", self.ksm, re_("resource", resources))
         return f"max by (node, resource) ({alloc})"
 
     @property
-    def _node_pool(self) -> str:
+    def node_pool(self) -> str:
         """1 per node, with its pool as label ``pool``."""
         lbl = self.config.pool_label
-        labels = sel("kube_node_labels", self._ksm, ne(lbl))
+        labels = sel("kube_node_labels", self.ksm, ne(lbl))
         return f'max by (node, pool) (label_replace({labels}, "pool", "$1", "{lbl}", "(.*)"))'
 
-    def _per_gpu(self, inner: str) -> str:
+    def per_gpu(self, inner: str) -> str:
         """One series per GPU with ``node`` = DCGM's ``Hostname``; ``max`` drops the pod labels,
         which change whenever the GPU is handed to another pod."""
         return f'max by (node, gpu, UUID, modelName) (label_replace({inner}, "node", "$1", "Hostname", "(.*)"))'
@@ -288,7 +288,7 @@ class Selectors:
     def node_exporter_rate(self, aggregation: str, metric: str, *matchers: str) -> str:
         """``aggregation by (node)`` of a node-exporter counter's 5m rate, its exporter pod mapped
         to the node name (node-exporter has no node label)."""
-        pod_info = sel("kube_pod_info", self._ksm, ne("node"))
+        pod_info = sel("kube_pod_info", self.ksm, ne("node"))
         series = sel(metric, self.config.node_exporter_selector, *matchers)
         return (f"{aggregation} by (node) (rate({series}[5m])"
                 f" * on (namespace, pod) group_left (node) topk by (namespace, pod) (1, {pod_info}))")
@@ -300,12 +300,12 @@ class Selectors:
 
     def pool_allocatable(self, resources: str) -> str:
         """Allocatable per pool and resource."""
-        return f"sum by (pool, resource) ({self._allocatable(resources)} * on (node) group_left (pool) {self._node_pool})"
+        return f"sum by (pool, resource) ({self.allocatable(resources)} * on (node) group_left (pool) {self.node_pool})"
 
     def by_pool_and_class(self, per_pod: str) -> str:
         """A per-pod series (labels node, namespace, pod) summed per pool and PriorityClass."""
-        pod_info = sel("kube_pod_info", self._ksm, ne("node"))
+        pod_info = sel("kube_pod_info", self.ksm, ne("node"))
         return (f"sum by (pool, priority_class) ({per_pod}"
                 f" * on (namespace, pod) group_left (priority_class) max by (namespace, pod, priority_class) ({pod_info})"
-                f" * on (node) group_left (pool) {self._node_pool})")
+                f" * on (node) group_left (pool) {self.node_pool})")
 

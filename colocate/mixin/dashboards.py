@@ -28,165 +28,164 @@ class Query:
     legend: str
 
 
-class Dashboards(LatencyGuard):
-    @property
-    def dashboards(self) -> list[md.Dashboard]:
-        return [self._colocation_dashboard()]
-
-    def _colocation_dashboard(self) -> md.Dashboard:
-        c, ksm, ns = self.config, self._ksm, self._ns
-        node = re_("node", "$node")
-        layout = _Layout()
-        dashboard = (gd.Dashboard(c.dashboard_title).uid(dashboard_uid(c.dashboard_key)).tags(["colocate"])
-                     .description("Online inference and offline TensorFlow training sharing nodes.")
-                     .time("now-6h", "now").refresh("1m").timezone("browser")
-                     .with_variable(gd.DatasourceVariable("datasource").label("Data source").type("prometheus"))
-                     .with_variable(_query_variable("pool", "Pool", f"label_values({sel('kube_node_labels', ksm)}, {c.pool_label})",
-                                                    current=c.mixed_pool))
-                     .with_variable(_query_variable("node", "Node", f"label_values({sel('kube_node_labels', ksm, re_(c.pool_label, '$pool'))}, node)",
-                                                    multi=True)))
-
-        dashboard.with_row(layout.row("Nodes of pool $pool"))
-        requests = records.NODE_REQUESTS
-        per_node = _timeseries(layout, "Node $node: requested vs used (share of allocatable)", [
-            Query(sel(requests, eq("resource", "cpu"), node), "CPU requested"),
-            Query(sel(records.NODE_CPU_USED, node), "CPU used (containers)"),
-            Query(sel(requests, eq("resource", "memory"), node), "memory requested"),
-            Query(sel(records.NODE_MEMORY_USED, node), "memory used (working set)"),
-        ], unit="percentunit", width=8,
-            description="Scheduled (requests of Pending/Running pods / allocatable) beside real use (cAdvisor, "
-                        "containers only), for CPU and memory; one panel per selected node.")
-        dashboard.with_panel(per_node.repeat("node").repeat_direction("h"))
-
-        dashboard.with_row(layout.row("GPUs"))
-        gpu_util = (statetimeline.Panel().title("GPU utilisation per device")
-                    .description("DCGM_FI_DEV_GPU_UTIL per GPU: green 0%, red 100%.")
-                    .unit("percent").min(0).max(100)
-                    .color_scheme(gd.FieldColor().mode(md.FieldColorModeId.CONTINUOUS_GR_YL_RD))
-                    .thresholds(gd.ThresholdsConfig().mode(md.ThresholdsMode.ABSOLUTE).steps([
-                        md.Threshold(value=None, color="green"), md.Threshold(value=50, color="yellow"),
-                        md.Threshold(value=90, color="red")]))
-                    .show_value(mc.VisibilityMode.NEVER).merge_values(False).row_height(0.9).fill_opacity(80)
-                    .line_width(0))
-        dashboard.with_panel(layout.add(gpu_util, [
-            Query(sel(records.GPU_UTILISATION, node), "{{node}} gpu{{gpu}}")], 24, 8))
-        dashboard.with_panel(_timeseries(layout, "GPU memory used", [
-            Query(sel(records.GPU_MEMORY_USED, node), "{{node}} gpu{{gpu}}")], unit="bytes",
-            description="DCGM_FI_DEV_FB_USED (reported in MiB) per GPU."))
-
-        dashboard.with_row(layout.row("Training"))
-        phases = sel("kube_pod_status_phase", ksm, ns)
-        operator = (eq("job", c.training_operator_job), eq("framework", "tensorflow"),
-                    eq("job_namespace", c.training_namespace))
-        tf_cpu = sel("container_cpu_usage_seconds_total", c.cadvisor_selector, ns, eq("container", c.training_container))
-        dashboard.with_panel(_timeseries(layout, "Training pods by phase", [
-            Query(f"sum by (phase) ({phases})", "{{phase}}")], stack=True,
-            description=f"Pods in namespace {c.training_namespace} (kube-state-metrics)."))
-        dashboard.with_panel(_timeseries(layout, "TFJobs by state", [
-            Query(f"count by ({c.tfjob_condition_label}) ({self.tfjob_states})", f"{{{{{c.tfjob_condition_label}}}}}")],
-            stack=True,
-            description="Each TFJob once, in its current state from its conditions (kube-state-metrics "
-                        "custom-resource-state): Failed, else Succeeded, else Running, Restarting or Suspended, "
-                        "else Created."))
-        dashboard.with_panel(_timeseries(layout, "TFJob starts and restarts per hour (training-operator)", [
-            Query(f"sum(increase({sel(f'training_operator_jobs_{event}_total', *operator)}[1h]))", label)
-            for event, label in (("created", "created"), ("successful", "succeeded"), ("restarted", "restarted"))],
-            description="training_operator_jobs_*_total counters, framework tensorflow. No failed line: v1.7.0 "
-                        "does not count failures through the backoff limit; TFJobs by state shows them."))
-        queue = (eq("job", c.kueue_job), eq("cluster_queue", c.training_queue))
-        dashboard.with_panel(_timeseries(layout, "Training queue: jobs waiting, and admission wait (p90)", [
-            Query(f"sum by (status) ({sel('kueue_pending_workloads', *queue)})", "waiting: {{status}}"),
-            Query(f"histogram_quantile(0.9, sum by (le) (rate({sel('kueue_admission_wait_time_seconds_bucket', *queue)}[1h]))) / 3600",
-                  "p90 wait (hours)")],
-            description="Kueue's ClusterQueue of the training namespaces (docs/queue.md): jobs waiting "
-                        "(inadmissible while the day holds the queue), and how long the jobs admitted in the "
-                        "last hour waited, created or requeued to admitted."))
-        resubmissions = sel(c.resubmissions_metric, eq("job", c.resubmitter_job), ns)
-        dashboard.with_panel(_timeseries(layout, "TFJob resubmissions per hour by disruption, and jobs given up", [
-            Query(f"sum by ({c.resubmission_reason_label}) (increase({resubmissions}[1h]))",
-                  f"resubmitted: {{{{{c.resubmission_reason_label}}}}}"),
-            Query(f"count({self.tfjobs_given_up}) or vector(0)", "given up")],
-            description="TFJobs the resubmitter re-created after a disruption failed them (by the pod's "
-                        "DisruptionTarget reason), and how many it gave up on at their cap "
-                        "(docs/resubmission.md)."))
-        dashboard.with_panel(_timeseries(layout, f"CPU used by {c.training_container} containers", [
-            Query(f"sum by (pod) (rate({tf_cpu}[$__rate_interval]))", "{{pod}}")],
-            description="cAdvisor, filtered to the training container, in cores."))
-
-        dashboard.with_row(layout.row("Offline vs online share of each pool"))
-        for resource, title in (("cpu", "CPU"), ("memory", "Memory")):
-            panel = _timeseries(layout, f"{title} requests by priority class (share of pool allocatable)", [
-                Query(sel(records.POOL_REQUESTS, eq("resource", resource)),
-                      "{{pool}} {{priority_class}}")], unit="percentunit", stack=True,
-                description="Requests of Pending/Running pods per PriorityClass over the pool's allocatable.")
-            for cls, color in ((c.online_priority_class, "blue"), (c.offline_priority_class, "green")):
-                panel.override_by_regexp(f".* {re.escape(cls)}$", [md.DynamicConfigValue(
-                    id_val="color", value={"mode": "fixed", "fixedColor": color})])
-            dashboard.with_panel(panel)
-        self._latency_rows(dashboard, layout)
-        self._utilisation_rows(dashboard, layout, node)
-        board = dashboard.build()
-        # The SDK writes schemaVersion 36 (and has no builder for it), which Grafana 10.2 migrates
-        # on every load (37: legend.showLegend, 38: table cellOptions); the JSON is already in the 38 shape.
-        board.schema_version = GRAFANA_SCHEMA_VERSION
-        return board
+def dashboards(guard: LatencyGuard) -> list[md.Dashboard]:
+    return [_colocation_dashboard(guard)]
 
 
+def _colocation_dashboard(guard: LatencyGuard) -> md.Dashboard:
+    c, ksm, ns = guard.config, guard.ksm, guard.ns
+    node = re_("node", "$node")
+    layout = _Layout()
+    dashboard = (gd.Dashboard(c.dashboard_title).uid(dashboard_uid(c.dashboard_key)).tags(["colocate"])
+                 .description("Online inference and offline TensorFlow training sharing nodes.")
+                 .time("now-6h", "now").refresh("1m").timezone("browser")
+                 .with_variable(gd.DatasourceVariable("datasource").label("Data source").type("prometheus"))
+                 .with_variable(_query_variable("pool", "Pool", f"label_values({sel('kube_node_labels', ksm)}, {c.pool_label})",
+                                                current=c.mixed_pool))
+                 .with_variable(_query_variable("node", "Node", f"label_values({sel('kube_node_labels', ksm, re_(c.pool_label, '$pool'))}, node)",
+                                                multi=True)))
 
-    def _latency_rows(self, dashboard: gd.Dashboard, layout: "_Layout") -> None:
-        """Per service: P99 against its baseline and objective, the training beside it below."""
-        c = self.config
-        if not c.online_slos:
-            return
-        dashboard.with_row(layout.row("Online latency against baseline"))
-        for s in c.online_slos:
-            service = (eq("service", s.service), eq("namespace", s.namespace))
-            dashboard.with_panel(_timeseries(layout, f"{s.service}: P99 against baseline", [
-                Query(sel(slo.P99_RECORD, *service), "P99"),
-                Query(sel(slo.BASELINE_RECORD, *service), f"baseline (same hour, last {c.baseline_days} days)"),
-                Query(f"{sel(slo.BASELINE_RECORD, *service)} * {1 + s.slo.regression:g}",
-                      f"baseline + {s.slo.regression:.0%}"),
-                Query(f"vector({s.slo.objective_seconds:g})", "objective")], unit="s", width=24,
-                description="P99 from the service's histogram (5m rate); the regression alert fires above "
-                            f"baseline + {s.slo.regression:.0%} for {c.latency_for} while training shares its nodes."))
-            beside = _timeseries(layout, f"{s.service}: training on its nodes", [
-                Query(sel(slo.TRAINING_SHARE_RECORD, *service), "offline CPU requests / allocatable"),
-                Query(sel(slo.TRAINING_PODS_RECORD, *service), "training pods")], unit="percentunit",
-                width=24, height=6,
-                description=f"Offline ({c.training_namespace}) CPU requests on the nodes that run {s.service}'s "
-                            "pods, over those nodes' allocatable CPU; and how many training pods run there (right axis).")
-            beside.override_by_regexp("^training pods$", [
-                md.DynamicConfigValue(id_val="custom.axisPlacement", value="right"),
-                md.DynamicConfigValue(id_val="unit", value="short")])
-            dashboard.with_panel(beside)
+    dashboard.with_row(layout.row("Nodes of pool $pool"))
+    requests = records.NODE_REQUESTS
+    per_node = _timeseries(layout, "Node $node: requested vs used (share of allocatable)", [
+        Query(sel(requests, eq("resource", "cpu"), node), "CPU requested"),
+        Query(sel(records.NODE_CPU_USED, node), "CPU used (containers)"),
+        Query(sel(requests, eq("resource", "memory"), node), "memory requested"),
+        Query(sel(records.NODE_MEMORY_USED, node), "memory used (working set)"),
+    ], unit="percentunit", width=8,
+        description="Scheduled (requests of Pending/Running pods / allocatable) beside real use (cAdvisor, "
+                    "containers only), for CPU and memory; one panel per selected node.")
+    dashboard.with_panel(per_node.repeat("node").repeat_direction("h"))
 
-    def _utilisation_rows(self, dashboard: gd.Dashboard, layout: "_Layout", node: str) -> None:
-        """Requested and used share of each pool, hourly, against the 30% and 70% target lines; steal
-        and CPU pressure per node of the selected pool."""
-        c = self.config
-        dashboard.with_row(layout.row("Utilisation per pool by hour"))
-        for resource, title, used in (("cpu", "CPU", records.POOL_CPU_USED),
-                                      ("memory", "Memory", records.POOL_MEMORY_USED),
-                                      ("nvidia_com_gpu", "GPU", records.POOL_GPU_USED)):
-            requested = sel(records.POOL_REQUESTS, eq("resource", resource))
-            panel = _timeseries(layout, f"{title} by pool: requested and used (hourly mean)", [
-                Query(f"sum by (pool) (avg_over_time({requested}[1h]))", "{{pool}} requested"),
-                Query(f"sum by (pool) (avg_over_time({used}[1h]))", "{{pool}} used")], unit="percentunit", width=8,
-                description=f"Share of each pool's allocatable {title}, all PriorityClasses; the lines mark the "
-                            f"targets: {c.utilisation_low:.0%} (before co-location) and {c.utilisation_high:.0%} (after).")
-            panel.interval("1h").thresholds(gd.ThresholdsConfig().mode(md.ThresholdsMode.ABSOLUTE).steps([
-                md.Threshold(value=None, color="red"), md.Threshold(value=c.utilisation_low, color="orange"),
-                md.Threshold(value=c.utilisation_high, color="green")])).thresholds_style(
-                gc.GraphThresholdsStyleConfig().mode(mc.GraphTresholdsStyleMode.DASHED))
-            dashboard.with_panel(panel)
-        dashboard.with_row(layout.row("Contention on nodes of pool $pool"))
-        dashboard.with_panel(_timeseries(layout, "CPU steal per node", [
-            Query(sel(records.NODE_CPU_STEAL, node), "{{node}}")], unit="percentunit",
-            description="Share of CPU time the hypervisor gave to other guests (node-exporter mode=steal)."))
-        dashboard.with_panel(_timeseries(layout, "CPU pressure per node (some tasks waiting)", [
-            Query(sel(records.NODE_CPU_PRESSURE, node), "{{node}}")], unit="percentunit",
-            description="PSI cpu 'some': share of time at least one runnable task waited for a CPU "
-                        "(node-exporter pressure collector; needs kernel >= 4.20)."))
+    dashboard.with_row(layout.row("GPUs"))
+    gpu_util = (statetimeline.Panel().title("GPU utilisation per device")
+                .description("DCGM_FI_DEV_GPU_UTIL per GPU: green 0%, red 100%.")
+                .unit("percent").min(0).max(100)
+                .color_scheme(gd.FieldColor().mode(md.FieldColorModeId.CONTINUOUS_GR_YL_RD))
+                .thresholds(gd.ThresholdsConfig().mode(md.ThresholdsMode.ABSOLUTE).steps([
+                    md.Threshold(value=None, color="green"), md.Threshold(value=50, color="yellow"),
+                    md.Threshold(value=90, color="red")]))
+                .show_value(mc.VisibilityMode.NEVER).merge_values(False).row_height(0.9).fill_opacity(80)
+                .line_width(0))
+    dashboard.with_panel(layout.add(gpu_util, [
+        Query(sel(records.GPU_UTILISATION, node), "{{node}} gpu{{gpu}}")], 24, 8))
+    dashboard.with_panel(_timeseries(layout, "GPU memory used", [
+        Query(sel(records.GPU_MEMORY_USED, node), "{{node}} gpu{{gpu}}")], unit="bytes",
+        description="DCGM_FI_DEV_FB_USED (reported in MiB) per GPU."))
+
+    dashboard.with_row(layout.row("Training"))
+    phases = sel("kube_pod_status_phase", ksm, ns)
+    operator = (eq("job", c.training_operator_job), eq("framework", "tensorflow"),
+                eq("job_namespace", c.training_namespace))
+    tf_cpu = sel("container_cpu_usage_seconds_total", c.cadvisor_selector, ns, eq("container", c.training_container))
+    dashboard.with_panel(_timeseries(layout, "Training pods by phase", [
+        Query(f"sum by (phase) ({phases})", "{{phase}}")], stack=True,
+        description=f"Pods in namespace {c.training_namespace} (kube-state-metrics)."))
+    dashboard.with_panel(_timeseries(layout, "TFJobs by state", [
+        Query(f"count by ({c.tfjob_condition_label}) ({guard.tfjob_states})", f"{{{{{c.tfjob_condition_label}}}}}")],
+        stack=True,
+        description="Each TFJob once, in its current state from its conditions (kube-state-metrics "
+                    "custom-resource-state): Failed, else Succeeded, else Running, Restarting or Suspended, "
+                    "else Created."))
+    dashboard.with_panel(_timeseries(layout, "TFJob starts and restarts per hour (training-operator)", [
+        Query(f"sum(increase({sel(f'training_operator_jobs_{event}_total', *operator)}[1h]))", label)
+        for event, label in (("created", "created"), ("successful", "succeeded"), ("restarted", "restarted"))],
+        description="training_operator_jobs_*_total counters, framework tensorflow. No failed line: v1.7.0 "
+                    "does not count failures through the backoff limit; TFJobs by state shows them."))
+    queue = (eq("job", c.kueue_job), eq("cluster_queue", c.training_queue))
+    dashboard.with_panel(_timeseries(layout, "Training queue: jobs waiting, and admission wait (p90)", [
+        Query(f"sum by (status) ({sel('kueue_pending_workloads', *queue)})", "waiting: {{status}}"),
+        Query(f"histogram_quantile(0.9, sum by (le) (rate({sel('kueue_admission_wait_time_seconds_bucket', *queue)}[1h]))) / 3600",
+              "p90 wait (hours)")],
+        description="Kueue's ClusterQueue of the training namespaces (docs/queue.md): jobs waiting "
+                    "(inadmissible while the day holds the queue), and how long the jobs admitted in the "
+                    "last hour waited, created or requeued to admitted."))
+    resubmissions = sel(c.resubmissions_metric, eq("job", c.resubmitter_job), ns)
+    dashboard.with_panel(_timeseries(layout, "TFJob resubmissions per hour by disruption, and jobs given up", [
+        Query(f"sum by ({c.resubmission_reason_label}) (increase({resubmissions}[1h]))",
+              f"resubmitted: {{{{{c.resubmission_reason_label}}}}}"),
+        Query(f"count({guard.tfjobs_given_up}) or vector(0)", "given up")],
+        description="TFJobs the resubmitter re-created after a disruption failed them (by the pod's "
+                    "DisruptionTarget reason), and how many it gave up on at their cap "
+                    "(docs/resubmission.md)."))
+    dashboard.with_panel(_timeseries(layout, f"CPU used by {c.training_container} containers", [
+        Query(f"sum by (pod) (rate({tf_cpu}[$__rate_interval]))", "{{pod}}")],
+        description="cAdvisor, filtered to the training container, in cores."))
+
+    dashboard.with_row(layout.row("Offline vs online share of each pool"))
+    for resource, title in (("cpu", "CPU"), ("memory", "Memory")):
+        panel = _timeseries(layout, f"{title} requests by priority class (share of pool allocatable)", [
+            Query(sel(records.POOL_REQUESTS, eq("resource", resource)),
+                  "{{pool}} {{priority_class}}")], unit="percentunit", stack=True,
+            description="Requests of Pending/Running pods per PriorityClass over the pool's allocatable.")
+        for cls, color in ((c.online_priority_class, "blue"), (c.offline_priority_class, "green")):
+            panel.override_by_regexp(f".* {re.escape(cls)}$", [md.DynamicConfigValue(
+                id_val="color", value={"mode": "fixed", "fixedColor": color})])
+        dashboard.with_panel(panel)
+    _latency_rows(guard, dashboard, layout)
+    _utilisation_rows(guard, dashboard, layout, node)
+    board = dashboard.build()
+    # The SDK writes schemaVersion 36 (and has no builder for it), which Grafana 10.2 migrates
+    # on every load (37: legend.showLegend, 38: table cellOptions); the JSON is already in the 38 shape.
+    board.schema_version = GRAFANA_SCHEMA_VERSION
+    return board
+
+
+def _latency_rows(guard: LatencyGuard, dashboard: gd.Dashboard, layout: "_Layout") -> None:
+    """Per service: P99 against its baseline and objective, the training beside it below."""
+    c = guard.config
+    if not c.online_slos:
+        return
+    dashboard.with_row(layout.row("Online latency against baseline"))
+    for s in c.online_slos:
+        service = (eq("service", s.service), eq("namespace", s.namespace))
+        dashboard.with_panel(_timeseries(layout, f"{s.service}: P99 against baseline", [
+            Query(sel(slo.P99_RECORD, *service), "P99"),
+            Query(sel(slo.BASELINE_RECORD, *service), f"baseline (same hour, last {c.baseline_days} days)"),
+            Query(f"{sel(slo.BASELINE_RECORD, *service)} * {1 + s.slo.regression:g}",
+                  f"baseline + {s.slo.regression:.0%}"),
+            Query(f"vector({s.slo.objective_seconds:g})", "objective")], unit="s", width=24,
+            description="P99 from the service's histogram (5m rate); the regression alert fires above "
+                        f"baseline + {s.slo.regression:.0%} for {c.latency_for} while training shares its nodes."))
+        beside = _timeseries(layout, f"{s.service}: training on its nodes", [
+            Query(sel(slo.TRAINING_SHARE_RECORD, *service), "offline CPU requests / allocatable"),
+            Query(sel(slo.TRAINING_PODS_RECORD, *service), "training pods")], unit="percentunit",
+            width=24, height=6,
+            description=f"Offline ({c.training_namespace}) CPU requests on the nodes that run {s.service}'s "
+                        "pods, over those nodes' allocatable CPU; and how many training pods run there (right axis).")
+        beside.override_by_regexp("^training pods$", [
+            md.DynamicConfigValue(id_val="custom.axisPlacement", value="right"),
+            md.DynamicConfigValue(id_val="unit", value="short")])
+        dashboard.with_panel(beside)
+
+
+def _utilisation_rows(guard: LatencyGuard, dashboard: gd.Dashboard, layout: "_Layout", node: str) -> None:
+    """Requested and used share of each pool, hourly, against the 30% and 70% target lines; steal
+    and CPU pressure per node of the selected pool."""
+    c = guard.config
+    dashboard.with_row(layout.row("Utilisation per pool by hour"))
+    for resource, title, used in (("cpu", "CPU", records.POOL_CPU_USED),
+                                  ("memory", "Memory", records.POOL_MEMORY_USED),
+                                  ("nvidia_com_gpu", "GPU", records.POOL_GPU_USED)):
+        requested = sel(records.POOL_REQUESTS, eq("resource", resource))
+        panel = _timeseries(layout, f"{title} by pool: requested and used (hourly mean)", [
+            Query(f"sum by (pool) (avg_over_time({requested}[1h]))", "{{pool}} requested"),
+            Query(f"sum by (pool) (avg_over_time({used}[1h]))", "{{pool}} used")], unit="percentunit", width=8,
+            description=f"Share of each pool's allocatable {title}, all PriorityClasses; the lines mark the "
+                        f"targets: {c.utilisation_low:.0%} (before co-location) and {c.utilisation_high:.0%} (after).")
+        panel.interval("1h").thresholds(gd.ThresholdsConfig().mode(md.ThresholdsMode.ABSOLUTE).steps([
+            md.Threshold(value=None, color="red"), md.Threshold(value=c.utilisation_low, color="orange"),
+            md.Threshold(value=c.utilisation_high, color="green")])).thresholds_style(
+            gc.GraphThresholdsStyleConfig().mode(mc.GraphTresholdsStyleMode.DASHED))
+        dashboard.with_panel(panel)
+    dashboard.with_row(layout.row("Contention on nodes of pool $pool"))
+    dashboard.with_panel(_timeseries(layout, "CPU steal per node", [
+        Query(sel(records.NODE_CPU_STEAL, node), "{{node}}")], unit="percentunit",
+        description="Share of CPU time the hypervisor gave to other guests (node-exporter mode=steal)."))
+    dashboard.with_panel(_timeseries(layout, "CPU pressure per node (some tasks waiting)", [
+        Query(sel(records.NODE_CPU_PRESSURE, node), "{{node}}")], unit="percentunit",
+        description="PSI cpu 'some': share of time at least one runnable task waited for a CPU "
+                    "(node-exporter pressure collector; needs kernel >= 4.20)."))
 
 
 def dashboard_uid(key: str) -> str:

@@ -74,49 +74,48 @@ class ReceiverSecret:
             raise PropError(where, "chat_url_key", "two receiver credentials share a key")
 
 
-class Routing(Selectors):
-    def alertmanager_config(self, secret: ReceiverSecret) -> dict[str, Any]:
-        """alertmanager.yaml: critical pages, warning goes to chat, the rest to nobody; a more
-        severe alert mutes the less severe ones of the same alert and namespace."""
-        secret.validate()
-        c = self.config
-        chat: dict[str, Any] = {"url_file": secret.path(secret.chat_url_key), "send_resolved": True}
-        if secret.chat_token_key is not None:
-            chat["http_config"] = {"authorization": {"credentials_file": secret.path(secret.chat_token_key)}}
-        watchdog: dict[str, Any] = {"receiver": NULL, "matchers": [f'alertname = "{WATCHDOG}"']}
-        receivers: list[dict[str, Any]] = [{"name": NULL}]
-        if secret.heartbeat_url_key is not None:
-            # Sent at once and then every interval, so the switch hears a steady beat.
-            watchdog.update(receiver=HEARTBEAT, group_wait="0s", group_interval=HEARTBEAT_INTERVAL,
-                            repeat_interval=HEARTBEAT_INTERVAL)
-            receivers.append({"name": HEARTBEAT, "webhook_configs": [{
-                "url_file": secret.path(secret.heartbeat_url_key), "send_resolved": False}]})
-        return {
-            "global": {"resolve_timeout": "5m"},
-            "route": {
-                "receiver": NULL, "group_by": list(c.group_by), "group_wait": c.group_wait,
-                "group_interval": c.group_interval, "repeat_interval": c.repeat_interval,
-                "routes": [watchdog] + [
-                    {"receiver": receiver, "matchers": [f'severity = "{severity}"']}
-                    for severity, receiver in SEVERITY_RECEIVERS.items()],
-            },
-            # The chart's default rules, generated from the severity order: each severity mutes
-            # every lower one with the same alertname and namespace; InfoInhibitor mutes info
-            # alerts and is itself muted (it exists only to inhibit).
-            "inhibit_rules": [
-                *({"source_matchers": [f'severity = "{severity}"'],
-                   "target_matchers": [f'severity =~ "{"|".join(SEVERITIES[i + 1:])}"'],
-                   "equal": ["namespace", "alertname"]} for i, severity in enumerate(SEVERITIES[:-1])),
-                {"source_matchers": [f'alertname = "{INFO_INHIBITOR}"'],
-                 "target_matchers": [f'severity = "{SEVERITIES[-1]}"'], "equal": ["namespace"]},
-                {"target_matchers": [f'alertname = "{INFO_INHIBITOR}"']},
-            ],
-            "receivers": [
-                *receivers,
-                {"name": PAGER, "webhook_configs": [{"url_file": secret.path(secret.paging_url_key),
-                                                     "send_resolved": True}]},
-                {"name": CHAT, "webhook_configs": [chat]},
-            ],
-            # The chart's: templateFiles land next to the config.
-            "templates": ["/etc/alertmanager/config/*.tmpl"],
-        }
+def alertmanager_config(guard: Selectors, secret: ReceiverSecret) -> dict[str, Any]:
+    """alertmanager.yaml: critical pages, warning goes to chat, the rest to nobody; a more
+    severe alert mutes the less severe ones of the same alert and namespace."""
+    secret.validate()
+    c = guard.config
+    chat: dict[str, Any] = {"url_file": secret.path(secret.chat_url_key), "send_resolved": True}
+    if secret.chat_token_key is not None:
+        chat["http_config"] = {"authorization": {"credentials_file": secret.path(secret.chat_token_key)}}
+    watchdog: dict[str, Any] = {"receiver": NULL, "matchers": [f'alertname = "{WATCHDOG}"']}
+    receivers: list[dict[str, Any]] = [{"name": NULL}]
+    if secret.heartbeat_url_key is not None:
+        # Sent at once and then every interval, so the switch hears a steady beat.
+        watchdog.update(receiver=HEARTBEAT, group_wait="0s", group_interval=HEARTBEAT_INTERVAL,
+                        repeat_interval=HEARTBEAT_INTERVAL)
+        receivers.append({"name": HEARTBEAT, "webhook_configs": [{
+            "url_file": secret.path(secret.heartbeat_url_key), "send_resolved": False}]})
+    return {
+        "global": {"resolve_timeout": "5m"},
+        "route": {
+            "receiver": NULL, "group_by": list(c.group_by), "group_wait": c.group_wait,
+            "group_interval": c.group_interval, "repeat_interval": c.repeat_interval,
+            "routes": [watchdog] + [
+                {"receiver": receiver, "matchers": [f'severity = "{severity}"']}
+                for severity, receiver in SEVERITY_RECEIVERS.items()],
+        },
+        # The chart's default rules, generated from the severity order: each severity mutes
+        # every lower one with the same alertname and namespace; InfoInhibitor mutes info
+        # alerts and is itself muted (it exists only to inhibit).
+        "inhibit_rules": [
+            *({"source_matchers": [f'severity = "{severity}"'],
+               "target_matchers": [f'severity =~ "{"|".join(SEVERITIES[i + 1:])}"'],
+               "equal": ["namespace", "alertname"]} for i, severity in enumerate(SEVERITIES[:-1])),
+            {"source_matchers": [f'alertname = "{INFO_INHIBITOR}"'],
+             "target_matchers": [f'severity = "{SEVERITIES[-1]}"'], "equal": ["namespace"]},
+            {"target_matchers": [f'alertname = "{INFO_INHIBITOR}"']},
+        ],
+        "receivers": [
+            *receivers,
+            {"name": PAGER, "webhook_configs": [{"url_file": secret.path(secret.paging_url_key),
+                                                 "send_resolved": True}]},
+            {"name": CHAT, "webhook_configs": [chat]},
+        ],
+        # The chart's: templateFiles land next to the config.
+        "templates": ["/etc/alertmanager/config/*.tmpl"],
+    }

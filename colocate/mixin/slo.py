@@ -35,35 +35,35 @@ class LatencyGuard(Selectors):
 
     def _service_nodes(self, s: ServiceSlo) -> str:
         """1 per node that runs a pod of the service."""
-        c, ksm = self.config, self._ksm
+        c, ksm = self.config, self.ksm
         pods = sel("kube_pod_labels", ksm, eq("namespace", s.namespace), eq(c.service_pod_label, s.service))
         info = sel("kube_pod_info", ksm, eq("namespace", s.namespace), ne("node"))
         return f"max by (node) ({info} * on (namespace, pod) group_left () max by (namespace, pod) ({pods}))"
 
     def training_running(self) -> str:
         """1 per Running pod in the training namespace."""
-        running = sel("kube_pod_status_phase", self._ksm, self._ns, eq("phase", "Running"))
+        running = sel("kube_pod_status_phase", self.ksm, self.ns, eq("phase", "Running"))
         return f"(max by (namespace, pod) ({running}) == 1)"
 
     def training_pods_near(self, s: ServiceSlo) -> str:
         """Running training pods on the nodes of the service's pods."""
-        info = sel("kube_pod_info", self._ksm, self._ns, ne("node"))
+        info = sel("kube_pod_info", self.ksm, self.ns, ne("node"))
         per_node = (f"count by (node) (max by (namespace, pod, node) ({info})"
                     f" * on (namespace, pod) group_left () {self.training_running()})")
         return f"sum ({per_node} * on (node) group_left () {self._service_nodes(s)})"
 
     def training_share_near(self, s: ServiceSlo) -> str:
         """Offline CPU requests on the service's nodes over those nodes' allocatable CPU."""
-        requests = sel("kube_pod_container_resource_requests", self._ksm, self._ns, eq("resource", "cpu"), ne("node"))
-        offline = f"sum by (node) ({requests} * on (namespace, pod) group_left () {self._active_pods})"
+        requests = sel("kube_pod_container_resource_requests", self.ksm, self.ns, eq("resource", "cpu"), ne("node"))
+        offline = f"sum by (node) ({requests} * on (namespace, pod) group_left () {self.active_pods})"
         nodes = self._service_nodes(s)
         return (f"sum ({offline} * on (node) group_left () {nodes})"
-                f" / sum ({self._allocatable('cpu')} * on (node) group_left () {nodes})")
+                f" / sum ({self.allocatable('cpu')} * on (node) group_left () {nodes})")
 
     @property
     def training_gpus(self) -> str:
         """GPUs held by Running training pods."""
-        gpus = sel("kube_pod_container_resource_requests", self._ksm, self._ns, eq("resource", "nvidia_com_gpu"))
+        gpus = sel("kube_pod_container_resource_requests", self.ksm, self.ns, eq("resource", "nvidia_com_gpu"))
         return f"sum ({gpus} * on (namespace, pod) group_left () {self.training_running()})"
 
     @property

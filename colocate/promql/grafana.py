@@ -2,6 +2,7 @@
 dashboard constructs, the mixin and the checker (no cdk8s, no SDK import)."""
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from typing import Any, Iterator, Mapping
@@ -77,6 +78,15 @@ def variable_query(query: str) -> str:
         return f"count by ({match.group(2)}) ({match.group(1)})"
     match = _QUERY_RESULT.match(query)
     return match.group(1) if match else query
+
+
+def dashboard_json(dashboard: Any) -> dict[str, Any]:
+    """A grafana-foundation-sdk dashboard model (or its JSON dict) as a plain dict."""
+    if isinstance(dashboard, Mapping):
+        return json.loads(json.dumps(dashboard))
+    from grafana_foundation_sdk.cog.encoder import JSONEncoder  # here: check reads JSON dashboards only
+
+    return json.loads(JSONEncoder(sort_keys=True).encode(dashboard))
 
 
 def walk_panels(container: Mapping[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
