@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from colocate.cli.common import EXIT_FINDINGS, EXIT_OK, default_dist
@@ -35,28 +36,68 @@ def add(command) -> None:
                         "Markdown of a pull-request comment on stdout and --write html:day.html")
     p.add_argument("--force", action="store_true", help="let --write replace a regular file that exists (never a "
                    "link, folder, FIFO or device)")
+    p.add_argument("--base", default="none", metavar="REV",
+                   help="sync dist/ at git revision REV first, let it settle, then sync the working tree's dist/ onto "
+                        "it as Argo CD syncs a merged pull request, and report what that sync did (an immutable field, "
+                        "a failed apply: exit 1); none (default): sync dist/ from nothing")
     p.add_argument("--keep-logs", action="store_true", help="keep the components' logs (kept anyway on failure)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    import signal
-    from colocate.simulate import formats, run, scenario
+    from colocate.simulate import scenario
 
     dist = Path(args.path) if args.path else default_dist()
     chosen = scenario.load(args.scenario)
+    if args.base != "none":
+        with tempfile.TemporaryDirectory(prefix="colocate-base-") as tmp:
+            return _run(args, _base_dist(dist, args.base, Path(tmp)), chosen, change=dist)
+    return _run(args, dist, chosen)
+
+
+def _run(args: argparse.Namespace, dist: Path, chosen, change: Path | None = None) -> int:
+    import signal
+    from colocate.simulate import formats, run as simulation
+
     also = _report_files(args.write, formats.FORMATS, args.force)  # named before minutes of running
     # SIGTERM (CI cancelling a job) stops the simulation's processes as Ctrl-C does.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    obs, logs = run.simulate(dist, chosen, Path(args.config) if args.config else None, keep_logs=args.keep_logs,
+    obs, logs = simulation.simulate(dist, chosen, Path(args.config) if args.config else None, keep_logs=args.keep_logs,
                              log=lambda line: print(line, file=sys.stderr, flush=True),
                              resubmitter=False if args.no_resubmitter else None,
-                             render_jobs=lambda paths: _job_files(args.config, paths))
+                             render_jobs=lambda paths: _job_files(args.config, paths), change=change)
     # The report on stdout first: a file that cannot be written loses neither it nor the run.
     sys.stdout.write(formats.FORMATS[args.format](obs, logs))
     sys.stdout.flush()
     write_reports(also, lambda fmt: formats.FORMATS[fmt](obs, logs), args.force)
     return EXIT_OK if obs.ok else EXIT_FINDINGS
+
+
+def _base_dist(dist: Path, revision: str, into: Path) -> Path:
+    """``dist`` as git revision ``revision`` holds it, extracted under ``into``."""
+    import io
+    import subprocess
+    import tarfile
+
+    if not dist.is_dir():
+        raise InputError(str(dist), "", "no such folder: name a dist/ folder")
+    git = ["git", "-C", str(dist)]
+    top = subprocess.run([*git, "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+    if top.returncode:
+        raise InputError(str(dist), "", "--base needs dist/ inside a git repository")
+    relative = dist.resolve().relative_to(Path(top.stdout.strip()).resolve()).as_posix()
+    found = subprocess.run([*git, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"], capture_output=True, text=True)
+    if found.returncode:
+        raise InputError("--base", revision, "is not a commit of this repository")
+    # Pathspecs are relative to the working folder: archive from the top.
+    tree = subprocess.run(["git", "-C", top.stdout.strip(), "archive", "--format=tar", found.stdout.strip(), "--", relative],
+                          capture_output=True)
+    if tree.returncode:
+        raise InputError("--base", revision, f"holds no {relative}/")
+    with tarfile.open(fileobj=io.BytesIO(tree.stdout)) as archive:
+        archive.extractall(into, filter="data")
+    return into / relative
+
 
 def _job_files(config: str | None, paths):
     """The dist/ files of the job files a scenario adds (synth's own rendering)."""

@@ -117,7 +117,15 @@ class ArgoCD:
     def _make_repo(self) -> None:
         """A commit of the simulated dist/ (uncommitted work included) whose Applications point at
         this repository and at the simulated API server."""
-        shutil.copytree(self.dist, self.repo / "dist")
+        self._copy_dist(self.dist)
+        subprocess.run([*_GIT, "init", "-q", str(self.repo)], check=True)
+        self.commit("dist/ as simulated")
+
+    def _copy_dist(self, dist: Path) -> None:
+        """``dist`` as the repository copy's dist/, its Applications pointed at this repository and
+        at the simulated API server."""
+        shutil.rmtree(self.repo / "dist", ignore_errors=True)
+        shutil.copytree(dist, self.repo / "dist")
         ours, server = self.cfg.gitops.repo_url, self.cfg.gitops.destination_server
         for file in (self.repo / "dist").rglob("*.yaml"):
             text = file.read_text()
@@ -127,8 +135,6 @@ class ArgoCD:
                 docs = [d for d in safe_yaml.load_all(text) if d]
                 if [self.rewrite(d) for d in docs if isinstance(d, dict)].count(True):
                     file.write_text(yaml.safe_dump_all(docs, sort_keys=False))
-        subprocess.run([*_GIT, "init", "-q", str(self.repo)], check=True)
-        self.commit("dist/ as simulated")
 
     def commit(self, message: str) -> None:
         subprocess.run([*_GIT, "-C", str(self.repo), "add", "-A"], check=True)
@@ -252,6 +258,75 @@ class ArgoCD:
         except SimulationError:
             return False
         return True
+
+
+@dataclass(frozen=True)
+class AppChange:
+    """What the sync of a change did to one Application: its sync operation of the change's
+    commit, resource by resource, in Argo CD's and the API server's words."""
+
+    name: str
+    #: The operation's phase (Succeeded, Failed, Error, or Running while its retries go on); ""
+    #: when the change left the Application in sync and it started no sync.
+    phase: str
+    message: str = ""
+    created: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    pruned: tuple[str, ...] = ()
+    #: ("Kind/namespace/name", the message) of each resource the sync failed on.
+    failed: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and self.phase in ("", "Succeeded")
+
+
+def sync_change(argo: "ArgoCD", change: Path, tick=None) -> list[AppChange]:
+    """Commit ``change`` (a dist/ tree) over the running base as a merged pull request, ask every
+    Application to refresh (what a git webhook does), wait until each has compared that commit
+    and finished any sync it started, and say per Application what its sync did. Argo CD syncs
+    only what differs (automated sync, argo-cd v2.10.15 controller/appcontroller.go
+    autoSync); the API server refuses what it will not change in place."""
+    argo._copy_dist(change)
+    argo.commit("the change")
+    head = subprocess.run([*_GIT, "-C", str(argo.repo), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    for name in _app_paths(argo):
+        argo.refresh(name, "normal")
+    _wait(argo, lambda: all(_status(argo, name).get("sync", {}).get("revision") == head for name in _app_paths(argo)),
+          f"every Application to compare the change's commit {head[:8]}")
+    expected = {d["metadata"]["name"] for f in sorted(change.rglob("*.yaml")) for d in safe_yaml.load_all(f.read_text())
+                if isinstance(d, dict) and d.get("kind") == "Application"}
+    argo.wait_synced(expected, tick=tick)
+    files = {"/".join(x for x in (d["kind"], (d.get("metadata") or {}).get("namespace"), (d.get("metadata") or {}).get("name")) if x):
+             f.relative_to(change).as_posix() for f in sorted(change.rglob("*.yaml"))
+             for d in safe_yaml.load_all(f.read_text()) if isinstance(d, dict) and "kind" in d}
+    out = []
+    for app in argo.cp.items(f"/apis/argoproj.io/v1alpha1/namespaces/{argo.namespace}/applications"):
+        op = (app.get("status") or {}).get("operationState") or {}
+        result = op.get("syncResult") or {}
+        if result.get("revision") != head:
+            out.append(AppChange(app["metadata"]["name"], ""))
+            continue
+        kinds: dict[str, list] = {"created": [], "changed": [], "pruned": [], "failed": []}
+        for r in result.get("resources") or []:
+            obj = "/".join(x for x in (r.get("kind"), r.get("namespace"), r.get("name")) if x)
+            message = r.get("message") or ""
+            if r.get("status") == "SyncFailed" or r.get("hookPhase") == "Failed":
+                # kubectl names the temporary file Argo CD applied: name the change's own.
+                where = f"dist/{files[obj]}" if obj in files else None
+                kinds["failed"].append((f"{obj} ({where})" if where else obj,
+                                        re.sub(r'"/dev/shm/[0-9]+"', where or "the manifest", message)))
+            elif r.get("status") == "Pruned" or message == "pruned":
+                kinds["pruned"].append(obj)
+            elif message.endswith(" created"):
+                kinds["created"].append(obj)
+            elif message.endswith(" configured"):
+                kinds["changed"].append(obj)
+        out.append(AppChange(app["metadata"]["name"], op.get("phase", ""),
+                             op.get("message", "") if op.get("phase") != "Succeeded" else "",
+                             *(tuple(kinds[k]) for k in ("created", "changed", "pruned", "failed"))))
+    return sorted(out, key=lambda a: a.name)
 
 
 #: Stateful kinds first: what a deletion loses for good.

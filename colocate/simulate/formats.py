@@ -8,7 +8,7 @@ from pathlib import Path
 
 from colocate.model import quantity
 from colocate.model.names import BLOCKED_METRIC, GPU
-from colocate.simulate import charts
+from colocate.simulate import charts, rollouts
 from colocate.simulate.charts import OFFLINE
 from colocate.simulate.observe import Observation
 from colocate.simulate.queue_chart import queue_chart
@@ -32,7 +32,8 @@ def _verdict(obs: Observation) -> str:
         if resubmitted:
             text += f"; {resubmitted} disrupted TFJob resubmission(s)"
         return text
-    parts = [f"{len(obs.rejected)} object(s) rejected" if obs.rejected else "",
+    parts = [f"the change failed to sync or roll out in {len(obs.change_failed)} place(s)" if obs.change_failed else "",
+             f"{len(obs.rejected)} object(s) rejected" if obs.rejected else "",
              f"{len(obs.failed_creates)} workload(s) could not create pods" if obs.failed_creates else "",
              f"{len(obs.failing_pending)} pod(s) Pending" if obs.failing_pending else "",
              "" if obs.settled and all(st.settled for st in obs.steps) else "the cluster did not settle",
@@ -59,6 +60,7 @@ def _tiers(requested) -> str:
 def _sections(obs: Observation) -> list[tuple[str, list[str]]]:
     placed = [p for p in obs.pods if p.node]
     return [
+        ("What the sync of this change did", _change_lines(obs)),
         ("Rejected by the API server", [f"{r.object} ({r.source}): {r.message}" for r in obs.rejected]),
         ("Workloads that could not create pods", [f"{p.object}: {p.reason}: {p.message}" for p in obs.failed_creates]),
         ("Pending pods", [f"{p.namespace}/{p.name} ({p.tier}, {p.owner})"
@@ -87,6 +89,28 @@ def _sections(obs: Observation) -> list[tuple[str, list[str]]]:
         ("Pods", [f"{len(placed)} placed, {len(obs.pending)} Pending, of {len(obs.pods)}"]),
         ("Notes", obs.notes),
     ]
+
+
+def _change_lines(obs: Observation) -> list[str]:
+    """Per Application: failed first, with Argo CD's and the API server's words; then what each
+    sync created, changed and pruned; then how many the change left alone."""
+    if obs.change is None:
+        return []
+    out = []
+    for a in sorted(obs.change, key=lambda a: (a.ok, a.name)):
+        if not a.ok:
+            out.append(f"{a.name}: FAILED ({'retrying' if a.phase == 'Running' else a.phase}): " + "; ".join(
+                [f"{obj}: {message}" for obj, message in a.failed] or [a.message]))
+        elif a.phase:
+            did = [f"{what} {', '.join(objs)}" for what, objs in
+                   (("created", a.created), ("changed", a.changed), ("pruned", a.pruned)) if objs]
+            out.append(f"{a.name}: synced: {'; '.join(did) or 'nothing applied'}")
+    untouched = sum(not a.phase for a in obs.change)
+    out.append(f"{untouched} of {len(obs.change)} Applications unchanged (no sync)")
+    out += [f"rollout {line}" for line in rollouts.summary(obs.rollouts)]
+    online = [p for p in obs.replaced if p.startswith("online ")]
+    out.append(f"pods replaced: {len(obs.replaced)}, {len(online)} online" + (f" ({', '.join(obs.replaced)})" if obs.replaced else ""))
+    return out
 
 
 def _step_lines(obs: Observation) -> list[str]:
@@ -172,9 +196,13 @@ def _rows(obs: Observation) -> list:
 
 def to_markdown(obs: Observation, logs: Path | None = None) -> str:
     out = [f"### colocate simulate: scenario `{obs.scenario}`", "", f"**{_verdict(obs)}** ({obs.seconds:.1f} s)"]
+    sections = _sections(obs)
+    if obs.change is not None:  # above the scenario: what merging does comes first in a PR comment
+        (title, lines), sections = sections[0], sections[1:]
+        out += ["", f"#### {title}", ""] + [f"- {line}" for line in lines]
     if obs.hourly and obs.steps:
         out += ["", charts.mermaid(_rows(obs), queue=queue_chart(obs.steps)).rstrip()]
-    for title, lines in _sections(obs):
+    for title, lines in sections:
         if lines:
             out += ["", f"#### {title}", ""] + [f"- {line}" for line in lines]
     if logs:

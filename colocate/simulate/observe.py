@@ -99,6 +99,17 @@ class Observation:
     admission_policies: list[str] = field(default_factory=list)
     settled: bool = True
     seconds: float = 0.0
+    #: With a base (simulate --base): per Application, what the sync of the change did
+    #: (argocd.AppChange); None when dist/ was synced from nothing.
+    change: list[Any] | None = None
+    #: The Deployments and StatefulSets the change changed, rolled out or stuck (rollouts.Rollout).
+    rollouts: list[Any] = field(default_factory=list)
+    #: Pods the change's sync replaced or deleted, online first ("tier namespace/name").
+    replaced: list[str] = field(default_factory=list)
+
+    @property
+    def change_failed(self) -> list[Any]:
+        return [a for a in self.change or [] if not a.ok] + [r for r in self.rollouts if not r.done]
 
     @property
     def pending(self) -> list[PodState]:
@@ -130,7 +141,7 @@ class Observation:
 
     @property
     def ok(self) -> bool:
-        return self.settled and not (self.rejected or self.failed_creates or self.failing_pending or self.failed_jobs
+        return self.settled and not (self.change_failed or self.rejected or self.failed_creates or self.failing_pending or self.failed_jobs
                                      or self.unplaced_online_steps or not all(s.settled for s in self.steps))
 
 

@@ -14,7 +14,7 @@ from colocate.errors import InputError
 from colocate.model.names import BLOCKED_REASON, PEAK_REPLICAS_ANNOTATION, TIER_LABEL
 from colocate.base.data_files import display
 from colocate.incluster.resubmit import policy as resubmit_policy
-from colocate.simulate import argocd, components, kueue, nodes, observe, stand_ins, steps as steps_mod, toolchain
+from colocate.simulate import argocd, components, kueue, nodes, observe, rollouts, stand_ins, steps as steps_mod, toolchain
 from colocate.simulate.local_cluster import ControlPlane, SimulationError, refusal
 from colocate.simulate.scenario import Scenario
 
@@ -30,11 +30,13 @@ SETTLE_TIMEOUT = 120.0
 
 def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, keep_logs: bool = False,
              log: Callable[[str], None] = print, inspect: Callable[[ControlPlane], None] | None = None,
-             resubmitter: bool | None = None, render_jobs: RenderJobs | None = None
+             resubmitter: bool | None = None, render_jobs: RenderJobs | None = None, change: Path | None = None
              ) -> tuple[observe.Observation, Path | None]:
     """Run ``scenario`` on ``dist``; the observation and, when logs are kept, their folder.
     ``inspect`` is called with the running cluster once the scenario has played. ``render_jobs``
-    gives the dist/ files of the job files the scenario adds (synth's, from the command)."""
+    gives the dist/ files of the job files the scenario adds (synth's, from the command).
+    ``change``: ``dist`` is the base, running and settled before ``change`` (another dist/ tree)
+    is synced onto it as Argo CD syncs a merged pull request; the scenario then plays on the change."""
     cfg = config_mod.load(config_path) if config_path else config_mod.load()
     pools = nodes.read_pools(dist)
     counts = _node_counts(pools, scenario)
@@ -100,6 +102,16 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
         obs.settled = _settle(cp, resubmitting)
         obs.stand_ins = stand_ins.describe(cp, storage_classes, queue)
         log(f"simulate: cluster settled ({time.monotonic() - started:.1f} s)")
+        if change is not None:
+            tiers = _tiers(docs)
+            before = rollouts.pods(cp, lambda pod: observe.tier_of(pod, tiers))
+            obs.change = argocd.sync_change(argo, change, tick=tick)
+            docs = _dist_documents(change)
+            obs.settled = _settle(cp, resubmitting) and obs.settled
+            obs.rollouts = rollouts.rollouts(cp, [w for a in obs.change for w in a.changed])
+            obs.replaced = rollouts.replaced(cp, before)
+            log(f"simulate: the change synced onto the base, {sum(not a.ok for a in obs.change)} Application(s) "
+                f"failed ({time.monotonic() - started:.1f} s)")
         since = ""
         if scenario.scale_to_peak or scenario.scale:
             since = cp.request("GET", "/api/v1/events?limit=1")["metadata"]["resourceVersion"]
