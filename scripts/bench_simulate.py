@@ -3,6 +3,9 @@
 reference plus N generated training jobs, warm (the components already built). Prints per run the wall time from
 start to teardown, the peak memory of all its processes together (colocate and every component,
 summed RSS sampled every 100 ms), the exit code and the report's verdict. Not a test: figures.
+"reference night, a one-job change on a base" is `simulate --base HEAD` on a copy of dist/ committed to
+a scratch repository, with one job's TFJob and claim added in the working tree: the base synced and
+settled, then the change synced onto it (docs/simulate.md, "A change on a running base").
 Targets on 2 cores: the reference under 30 s, 100 jobs under 90 s, the day under 3 minutes. The first
 two were set before Argo CD joined the simulation; its first sync of dist/ is now most of a night
 (about 50 of 65 to 80 s), so they are missed until that sync gets faster.
@@ -69,6 +72,23 @@ def measure(args: list[str]) -> tuple[float, int, int, str]:
     return elapsed, peak, proc.returncode, verdict
 
 
+def one_job_change(scratch: Path) -> Path:
+    """A scratch repository whose commit holds the reference dist/ and whose working tree adds one job."""
+    import shutil
+
+    dist = scratch / "change" / "dist"
+    shutil.copytree(ROOT / "dist", dist)
+    git = ["git", "-C", str(dist.parent), "-c", "user.email=bench@example.com", "-c", "user.name=bench",
+           "-c", "commit.gpgsign=false"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
+        subprocess.run([*git, *command], check=True)
+    training = dist / "apps" / "training"
+    for source in ("tfjob.training.tf-mnist-dist.yaml", "persistentvolumeclaim.training.tf-mnist-dist-checkpoints.yaml"):
+        (training / source.replace("tf-mnist-dist", "bench-job")).write_text(
+            (training / source).read_text().replace("tf-mnist-dist", "bench-job"))
+    return dist
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, nargs="*", default=[100], help="numbers of generated jobs (default 100)")
@@ -78,6 +98,7 @@ def main() -> int:
             ("reference, day (25 hours)", [str(ROOT / "dist"), "--scenario", "day"]),
             ("reference, queue day (25 hours)", [str(ROOT / "dist"), "--scenario", "queue"])]
     with tempfile.TemporaryDirectory(prefix="colocate-bench-sim-") as scratch:
+        runs.insert(1, ("reference night, one-job change", [str(one_job_change(Path(scratch))), "--base", "HEAD"]))
         for n in args.jobs:
             jobs, dist = Path(scratch) / f"jobs-{n}", Path(scratch) / f"dist-{n}"
             write_jobs(jobs, n)
