@@ -44,6 +44,6 @@ def test_every_path_the_tables_name_exists():
 
 
 def test_the_top_of_the_package_stays_small():
-    """Issue 41: at most 17 entries at the top of colocate/ (a new concern goes into a layer's folder)."""
+    """At most 17 entries at the top of colocate/: a new concern goes into a layer's folder."""
     entries = [p for p in (ROOT / "colocate").iterdir() if p.name != "__pycache__"]
     assert len(entries) <= 17, sorted(p.name for p in entries)
