@@ -100,7 +100,7 @@ def test_capacity_sums_match_the_requests_in_dist(tmp_path):
 def test_a_daemonset_counts_on_every_pool_it_admits():
     """node-exporter tolerates every taint and selects no pool: one pod on every node of every pool;
     the DCGM exporter only on the pools with GPUs (its required affinity)."""
-    pools = reference(config_mod.load()).pools
+    pools = capacity.reference_pools()
     docs = capacity.api_objects(DIST)
     exporter = [d for d in docs if d.kind == "DaemonSet" and d.name == "kube-prometheus-stack-prometheus-node-exporter"]
     dcgm = [d for d in docs if d.kind == "DaemonSet" and d.name == "dcgm-exporter"]
@@ -110,7 +110,7 @@ def test_a_daemonset_counts_on_every_pool_it_admits():
     for pool in pools:
         assert one.requests[pool.name]["platform"].cpu_milli == 102 * pool.nodes, pool.name
     gpu = capacity.usage(dcgm, pools)
-    assert set(gpu.requests) == {p.name for p in pools if p.gpus}
+    assert set(gpu.requests) == {p.name for p in pools if p.allocatable.gpus}
 
 
 def test_capacity_text_is_a_table_per_pool_and_resource():
@@ -230,7 +230,7 @@ def test_a_relabelled_priority_class_moves_no_load_between_tiers(tmp_path):
     doc = yaml_load(path.read_text())
     doc["metadata"]["labels"]["colocate.io/tier"] = "online"
     path.write_text(yaml.safe_dump(doc))
-    pools = reference(config_mod.load()).pools
+    pools = capacity.reference_pools()
     docs = capacity.api_objects(dist)
     by_label = capacity.usage(docs, pools).requests["mixed"]
     assert by_label["online"].cpu_milli > 0  # the label alone would move it

@@ -187,3 +187,25 @@ def test_policy_findings_the_working_tree_introduces(tmp_path):
     (change,) = doc["changes"]
     assert change["fields"] == [{"path": "spec.template.spec.containers[name=recsys-inference].resources.limits.cpu",
                                  "old": "4", "new": "6"}]
+
+
+def test_each_revision_is_judged_against_its_own_pools(tmp_path):
+    """A change that takes four of the mixed pool's six nodes away: the head is judged against
+    its own dist/nodes/ (two nodes), not the base's, so the training no longer fits (OVER)."""
+    repo = git_repo(tmp_path / "repo")
+    path = repo / "dist" / "nodes" / "mixed" / "nodepool.mixed.yaml"
+    doc = yaml_load(path.read_text())
+    assert doc["spec"]["nodes"] == 6
+    doc["spec"]["nodes"] = 2
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    report = json.loads(_cli(repo, "diff", "--format", "json", "--no-policy").stdout)
+    gpus = [d for d in report["capacity"] if (d["pool"], d["tier"], d["resource"]) == ("mixed", "total", "nvidia.com/gpu")]
+    cpu = [d for d in report["capacity"] if (d["pool"], d["tier"], d["resource"]) == ("mixed", "total", "cpu")]
+    # Every mixed node runs the DaemonSets' pods: four nodes fewer, four fewer of each.
+    assert cpu and cpu[0]["after"] < cpu[0]["before"], report["capacity"]
+    assert cpu[0]["allocatable"] == 2 * 31_500, cpu
+    # No GPU request changes, but the pool's 12 GPUs become 4: the training's 8 no longer fit.
+    assert gpus and gpus[0]["before"] == gpus[0]["after"] == 8 and gpus[0]["allocatable"] == 4, gpus
+    text = _cli(repo, "diff", "--no-policy").stdout
+    assert "mixed total nvidia.com/gpu: 8 -> 8 (0) of 4 (over allocatable: pods stop fitting)" in text, text
+    assert "1 pool requests over allocatable" in text.splitlines()[0], text

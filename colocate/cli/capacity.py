@@ -30,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(args.path, "", "no Kubernetes objects found: name a dist/ folder")
     quantities.check(docs)
     config = Path(args.config) if args.config else None
-    pools = usage.reference_pools(config)
+    # The tree's own pools (its nodes/), else the configured cluster's.
+    pools = usage.described_pools(Path(args.path)) or usage.reference_pools(config)
     queues = queue.queues(docs, queue.night_hours(config))
     waiting = {j.name for q in queues for j in q.waiting}
     running = queue.admitted_only(docs, queues)

@@ -112,7 +112,13 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
         unfit: tuple[usage.Unfit, ...] = ()
         queued: tuple[queue.QueueDelta, ...] = ()
         if pools is not None:
-            known = pools()
+            # Each revision against its own pools (its dist/nodes/), else the configured ones:
+            # a change that adds nodes is judged against them.
+            configured = pools()
+            with tree.named(base_label, base_root, dist):
+                pools_before = usage.described_pools(base_root) or configured
+            with tree.named(head_label, head_root, dist):
+                pools_after = usage.described_pools(head_root) or configured
             old, new = usage.api_objects(base_root), usage.api_objects(head_root)
             for label, root, docs in ((base_label, base_root, old), (head_label, head_root, new)):
                 with tree.named(label, root, dist):
@@ -125,10 +131,11 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
             # so a job past tonight's quota reads as waiting, not as a pool or a quota overrun.
             running_before, running_after = queue.admitted_only(old, queues_before), queue.admitted_only(new, queues_after)
             tiers = usage.reference_tiers(config_path)
-            load = tuple(usage.deltas(usage.usage(running_before, known, tiers), usage.usage(running_after, known, tiers)))
-            quotas = tuple(quota.deltas(quota.uses(running_before, known), quota.uses(running_after, known)))
-            was = set(usage.unfit(old, known))
-            unfit = tuple(u for u in usage.unfit(new, known) if u not in was)
+            load = tuple(usage.deltas(usage.usage(running_before, pools_before, tiers),
+                                      usage.usage(running_after, pools_after, tiers)))
+            quotas = tuple(quota.deltas(quota.uses(running_before, pools_before), quota.uses(running_after, pools_after)))
+            was = set(usage.unfit(old, pools_before))
+            unfit = tuple(u for u in usage.unfit(new, pools_after) if u not in was)
     return Review(base_label, head_label, tuple(compare_trees(before, after, configured_tiers(config_path))), impact,
                   load, quotas, unfit, queued)
 

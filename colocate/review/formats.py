@@ -120,7 +120,7 @@ def to_text(r: Review) -> str:
     return "\n".join(escape_lines(lines)) + "\n"
 
 
-_ALLOC_NOTE = "allocatable of the pools in the current source"
+_ALLOC_NOTE = "allocatable of each revision's own pools, its dist/nodes/"
 _QUEUE_NOTE = ("Kueue, the first night: jobs admitted in name order, each that fits what is left of the "
                "ClusterQueue's quota; a waiting job is suspended and counts in no pool or quota above")
 

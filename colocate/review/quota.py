@@ -15,9 +15,10 @@ from colocate.checker import manifests
 from colocate.model import quantity
 from colocate.checker.manifests import Doc
 from colocate.model.names import GPU
-from colocate.model.pools import NodePoolProps, Resources
+from colocate.model.pool_facts import PoolFacts
+from colocate.model.pools import Resources
 from colocate.model.pods import pod_resources, replicas
-from colocate.review.usage import daemonset_nodes
+from colocate.review.usage import daemonset_pools
 
 #: unit -> (parse a quota value, print an amount).
 _UNITS: dict[str, tuple[Callable[[object], int], Callable[[int], str]]] = {
@@ -76,16 +77,16 @@ def hard(resource: str, value: object) -> int:
     return _UNITS[unit(resource)][0](value)
 
 
-def uses(docs: list[Doc], pools: Sequence[NodePoolProps]) -> list[QuotaUse]:
+def uses(docs: list[Doc], pools: Sequence[PoolFacts]) -> list[QuotaUse]:
     """One row per ResourceQuota and counted key, sorted by namespace, quota, key."""
-    nodes = {p.name: p.nodes for p in pools}
     per_ns: dict[str, dict[str, int]] = {}
     for doc in docs:
         counts = per_ns.setdefault(doc.namespace, {})
         if doc.kind == "PersistentVolumeClaim":
             counts["persistentvolumeclaims"] = counts.get("persistentvolumeclaims", 0) + 1
         for pod in manifests.pod_specs(doc):
-            n = replicas(pod, daemonset_nodes(pod, nodes))
+            # A DaemonSet's pods: one per node of every pool it may run on, as in usage().
+            n = replicas(pod, sum(p.nodes for p in daemonset_pools(pod, pools)) if doc.kind == "DaemonSet" else 0)
             counts["pods"] = counts.get("pods", 0) + n
             for key, (which, get, _) in _RESOURCE_KEYS.items():
                 counts[key] = counts.get(key, 0) + n * get(pod_resources(pod.spec, which))

@@ -9,7 +9,9 @@ Its pool is the ``colocate.io/pool`` in its nodeSelector or required node affini
 the one its preferred node affinity names: where it runs while that pool has room); its tier the
 ``colocate.io/tier`` label of its PriorityClass, else of its Namespace, else ``platform``.
 
-Allocatable comes from a ``PoolSource``: the pools of colocate.model (reference_pools). The
+Allocatable comes from the pools as ``check`` reads them (``PoolFacts``): a tree's own
+``nodes/<pool>/nodepool.<pool>.yaml`` where it has them (described_pools), else the configured
+cluster's (reference_pools), described as synth would write them. The
 upstream charts' objects are rendered into dist/ and counted like ours; CronJobs are not (not
 always running), nor LimitRange defaults, nor the pods an operator makes from a custom resource
 (Prometheus, Alertmanager).
@@ -21,14 +23,15 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from colocate.checker import manifests
+from colocate.errors import InputError
 from colocate.model import quantity
 from colocate.model.names import GPU, TIER_LABEL
-from colocate.model.pools import NodePoolProps, Resources
+from colocate.model.pools import Resources
 from colocate.model.tiers import PriorityTier
 from colocate.checker.manifests import Doc, PodSpec
 from colocate.model.pods import ZERO, pod_resources, replicas
-from colocate.model.pool_facts import node_labels, tolerated
-from colocate.model.scheduling import node_selected, pod_pools, preferred_pool
+from colocate.model.pool_facts import PoolFacts, describe, from_documents
+from colocate.model.scheduling import pod_pools, preferred_pool
 
 #: Tier of pods whose PriorityClass and Namespace carry no tier label.
 DEFAULT_TIER = "platform"
@@ -36,16 +39,36 @@ DEFAULT_TIER = "platform"
 UNPINNED = "(unpinned)"
 
 
-#: Where pools come from: today the cluster model (colocate.model) of the current source.
-PoolSource = Callable[[], Sequence[NodePoolProps]]
+#: Where pools come from when a tree describes none: the configured cluster's (reference_pools).
+PoolSource = Callable[[], Sequence[PoolFacts]]
 
 
-def reference_pools(config_path: Path | None = None) -> tuple[NodePoolProps, ...]:
-    """The pools of the current source's cluster: nodes, per-node and total allocatable."""
+def reference_pools(config_path: Path | None = None) -> tuple[PoolFacts, ...]:
+    """The configured cluster's pools, as synth describes them in dist/nodes/."""
     from colocate import config as config_mod
     from colocate.model.cluster import reference
 
-    return reference(config_mod.load(config_path) if config_path else config_mod.load()).pools
+    pools = reference(config_mod.load(config_path) if config_path else config_mod.load()).pools
+    return from_documents([(f"the configured pool {p.name}", describe(p)) for p in pools])
+
+
+def described_pools(root: Path) -> tuple[PoolFacts, ...] | None:
+    """The pools a dist/ tree describes (``nodes/<pool>/nodepool.<pool>.yaml``), or None when it
+    describes none; a malformed description is bad input naming its file."""
+    from colocate.base import safe_yaml
+    from colocate.base.layout import nodepool_path
+
+    files = sorted(root.glob(nodepool_path("*")))
+    if not files:
+        return None
+    docs = []
+    for file in files:
+        try:
+            doc = safe_yaml.load(file.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise InputError(str(file), "", f"cannot be read as a NodePool description: {exc}") from None
+        docs.append((str(file), doc if isinstance(doc, dict) else {}))
+    return from_documents(docs)
 
 
 def reference_tiers(config_path: Path | None = None) -> tuple[PriorityTier, ...]:
@@ -96,23 +119,14 @@ def pool_of(pod: PodSpec) -> str:
     return preferred_pool(pod.spec) or UNPINNED
 
 
-def daemonset_nodes(pod: PodSpec, nodes: dict[str, int]) -> int:
-    """Nodes a DaemonSet's pods run on: its pool's, or every node when it is not pinned."""
-    pool = pool_of(pod)
-    return nodes.get(pool, 0) if pool != UNPINNED else sum(nodes.values())
-
-
-def daemonset_pools(pod: PodSpec, pools: Sequence[NodePoolProps]) -> list[NodePoolProps]:
+def daemonset_pools(pod: PodSpec, pools: Sequence[PoolFacts]) -> list[PoolFacts]:
     """The pools a DaemonSet's pods run on: every pool whose node labels its nodeSelector and
     required node affinity accept and whose NoSchedule/NoExecute taints it tolerates (the
-    DaemonSet controller places one pod per such node)."""
-    tolerations = pod.spec.get("tolerations") or []
-    return [p for p in pools if node_selected(pod.spec, node_labels(p.node_labels))
-            and all(tolerated(tolerations, t) for t in p.taints if t.effect != "PreferNoSchedule")]
+    DaemonSet controller places one pod per such node: PoolFacts.admits)."""
+    return [p for p in pools if p.admits(pod.spec)]
 
 
-def usage(docs: list[Doc], pools: Sequence[NodePoolProps], tiers: Sequence[PriorityTier] = ()) -> Usage:
-    nodes = {p.name: p.nodes for p in pools}
+def usage(docs: list[Doc], pools: Sequence[PoolFacts], tiers: Sequence[PriorityTier] = ()) -> Usage:
     tier_of = _tier_of(docs, tiers)
     requests: dict[str, dict[str, Resources]] = {}
 
@@ -122,12 +136,12 @@ def usage(docs: list[Doc], pools: Sequence[NodePoolProps], tiers: Sequence[Prior
 
     for doc in docs:
         for pod in manifests.pod_specs(doc):
-            if doc.kind == "DaemonSet" and pools:
+            if doc.kind == "DaemonSet":
                 for pool in daemonset_pools(pod, pools):
                     add(pool.name, tier_of(pod), pod_resources(pod.spec).times(pool.nodes))
                 continue
-            add(pool_of(pod), tier_of(pod), pod_resources(pod.spec).times(replicas(pod, daemonset_nodes(pod, nodes))))
-    return Usage(requests, {p.name: p.total_allocatable for p in pools})
+            add(pool_of(pod), tier_of(pod), pod_resources(pod.spec).times(replicas(pod, 0)))
+    return Usage(requests, {p.name: p.total for p in pools})
 
 
 def api_objects(root: Path) -> list[Doc]:
@@ -193,11 +207,14 @@ def deltas(before: Usage, after: Usage) -> list[Delta]:
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key), new.get(key)
         alloc = (b or a).allocatable
+        # A pool that grows or shrinks: its total is shown against the new allocatable even when
+        # no request changes (what ran may no longer fit).
+        resized = bool(a and b and a.allocatable != b.allocatable)
         tiers = sorted(set(a.by_tier if a else {}) | set(b.by_tier if b else {}))
         for tier in tiers + ["total"]:
             x = (a.total if tier == "total" else a.by_tier.get(tier, 0)) if a else 0
             y = (b.total if tier == "total" else b.by_tier.get(tier, 0)) if b else 0
-            if x != y:
+            if x != y or (tier == "total" and resized):
                 out.append(Delta(key[0], tier, key[1], x, y, alloc))
     return out
 
@@ -213,7 +230,7 @@ class Unfit:
     node: Resources
 
 
-def unfit(docs: list[Doc], pools: Sequence[NodePoolProps]) -> list[Unfit]:
+def unfit(docs: list[Doc], pools: Sequence[PoolFacts]) -> list[Unfit]:
     """Pods whose request exceeds one node's allocatable in every pool they may run in."""
     node = {p.name: p.allocatable for p in pools}
     out = []
