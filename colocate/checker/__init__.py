@@ -18,34 +18,33 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from colocate.checker import kubeconform, manifests
-from colocate.checker.cached import _check_cached
-from colocate.checker.context import _checked_context, _context, _found_inputs, _load_config, cluster_pools, described_rules
+from colocate.checker.cached import check_cached
+from colocate.checker.context import checked_context, cluster_pools, described_rules, found_inputs, load_config, make_context
 from colocate.checker.evaluate import SUPPRESSION_RULE_ID, evaluate
 from colocate.checker.findings import (
-    _order, _schema_message, _schema_result_findings, _skipped_findings, _suppress, _unusable_findings, _with_field_lines,
+    finding_order, kubeconform_findings, skipped_findings, suppress, unusable_findings, with_field_lines,
     suppressions,
 )
 from colocate.checker.model import (
     INPUT_RULE, INPUT_RULE_ID, SCHEMA_RULE, SCHEMA_RULE_ID, CheckResult, Context, Finding, Index, Rule, Timings,
     Violation,
 )
-from colocate.checker.reads import SKELETON, WHOLE, WORKLOAD_KINDS, _EVERYTHING, Reads, reads, rule_reads, seen_as, skeleton, viewed_index
-from colocate.checker.rule_loader import LOCAL_CHECKS, _config_module, judges_alone, load_rules
+from colocate.checker.reads import SKELETON, WHOLE, WORKLOAD_KINDS, Reads, reads, rule_reads, seen_as, skeleton, viewed_index
+from colocate.checker.rule_loader import LOCAL_CHECKS, config_module, judges_alone, load_rules
 from colocate.errors import InputError
 from colocate.checker.manifests import Doc
 from colocate.rules.files import RULES_DIR
 from colocate.model import pool_facts
 from colocate.model.cluster import reference
 
-if TYPE_CHECKING:  # annotations only: config is imported when first needed (rules._config_module)
+if TYPE_CHECKING:  # annotations only: config is imported when first needed (rule_loader.config_module)
     from colocate import config as config_mod
 
 __all__ = [
     "INPUT_RULE", "INPUT_RULE_ID", "LOCAL_CHECKS", "RULES_DIR", "SCHEMA_RULE", "SCHEMA_RULE_ID", "SKELETON",
     "SUPPRESSION_RULE_ID", "WHOLE", "WORKLOAD_KINDS", "CheckResult", "Context", "Finding", "Index", "Reads", "Rule",
-    "Timings", "Violation", "_EVERYTHING", "_checked_context", "_context", "_schema_message", "check",
-    "cluster_pools", "described_rules", "evaluate", "judge_rendered", "judges_alone", "load_rules", "reads",
-    "rule_reads", "seen_as", "skeleton", "suppressions", "viewed_index",
+    "Timings", "Violation", "check", "cluster_pools", "described_rules", "evaluate", "judge_rendered", "judges_alone",
+    "load_rules", "reads", "rule_reads", "seen_as", "skeleton", "suppressions", "viewed_index",
 ]
 
 
@@ -67,7 +66,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
 
         store = verdict_cache.Store(cache)
         try:
-            return _check_cached(paths, config_path, cluster, timings, tuple(exclude), store, phase, clock)
+            return check_cached(paths, config_path, cluster, timings, tuple(exclude), store, phase, clock)
         finally:
             store.flush()  # the entries of a run that stopped are written too: each holds on its own
             gc.unfreeze()
@@ -75,9 +74,9 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
     # configuration's Kubernetes version, before the rest of the configuration is validated
     # (importing the validator alone takes a tenth of a second). A configuration that turns out
     # bad stops it, and is said first, as when it is validated before anything else.
-    version = _config_module().kubernetes_version(config_path)
-    config = None if version else _load_config(config_path)
-    inputs = _found_inputs(paths, exclude, config_path)
+    version = config_module().kubernetes_version(config_path)
+    config = None if version else load_config(config_path)
+    inputs = found_inputs(paths, exclude, config_path)
     # kubeconform gets the same files, so a file named twice, or a Helm chart in a folder, is not
     # validated there either.
     validation = None
@@ -85,7 +84,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
     try:
         # Started inside the try: a Ctrl-C from the moment it runs stops it too.
         validation = kubeconform.start(list(inputs.files), version or config.kubernetes_version)
-        config = config or _load_config(config_path)
+        config = config or load_config(config_path)
         phase("start kubeconform, read the configuration")
         tally: list[int] = []
         # A file found in a folder that is not manifests (a CI workflow, a Helm template) is
@@ -104,7 +103,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
                                            config.kubernetes_version)
         phase("parse YAML")
         rules = load_rules()
-        ctx = _checked_context(config, docs, cluster, rules)
+        ctx = checked_context(config, docs, cluster, rules)
         index = Index(docs, ctx)
         phase("load rules and context")
         rule_findings = evaluate(rules, index, timings)
@@ -112,7 +111,7 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         # The lines of the rules' fields while kubeconform still runs (files composed again):
         # after it, only its own findings' files are.
         known: dict[tuple[str, int, str], int] = {}
-        _with_field_lines(rule_findings, known)
+        with_field_lines(rule_findings, known)
         phase("field lines of the rules' findings")
         schema_result = kubeconform.wait(validation)
         kubeconform.unjudged(schema_result, sum(tally))
@@ -121,12 +120,12 @@ def check(paths: list[Path], config_path: Path | None = None, cluster: Path | No
         if validation is not None and validation.poll() is None:
             validation.kill()
             validation.wait()
-    findings, suppressed = _suppress(_schema_result_findings(schema_result, docs, config.kubernetes_version) + rule_findings
-                                     + _skipped_findings(inputs.skipped) + _unusable_findings(unusable), docs, rules)
-    findings = _with_field_lines(findings, known)
-    suppressed = sorted(zip(_with_field_lines([f for f, _ in suppressed], known), (reason for _, reason in suppressed)),
-                        key=lambda s: (_order(s[0]), s[1]))
-    findings.sort(key=_order)
+    findings, suppressed = suppress(kubeconform_findings(schema_result, docs, config.kubernetes_version) + rule_findings
+                                     + skipped_findings(inputs.skipped) + unusable_findings(unusable), docs, rules)
+    findings = with_field_lines(findings, known)
+    suppressed = sorted(zip(with_field_lines([f for f, _ in suppressed], known), (reason for _, reason in suppressed)),
+                        key=lambda s: (finding_order(s[0]), s[1]))
+    findings.sort(key=finding_order)
     phase("field lines, suppressions, sort")
     gc.unfreeze()
     return CheckResult(findings, schema_result, len(docs), [r.filled(ctx.values) for r in rules], suppressed)
@@ -137,13 +136,13 @@ def judge_rendered(texts: dict[Path, str], config: config_mod.Config) -> list[Fi
     the pools it describes: synth refuses what its own check would refuse. kubeconform is not
     run here: the constructs emit schema-shaped objects, and ``check`` validates them after."""
     docs = manifests.load_texts({p: t for p, t in texts.items() if p.suffix == ".yaml"})
-    ctx = _context(reference(config), docs, config.gitops.min_argocd_version, config.registry_host,
-                   config.registry_proxy_projects, config.shared_storage_class)
+    ctx = make_context(reference(config), docs, config.gitops.min_argocd_version, config.registry_host,
+                       config.registry_proxy_projects, config.shared_storage_class)
     ctx.pools, ctx.pools_source = pool_facts.from_documents([(d.file, d.obj) for d in docs
                                                               if d.kind == pool_facts.KIND]), "the synthesized tree"
     rules = load_rules()
     ctx.rules = tuple(rules)
-    findings, _ = _suppress(evaluate(rules, Index(docs, ctx)), docs, rules)
+    findings, _ = suppress(evaluate(rules, Index(docs, ctx)), docs, rules)
     return sorted((f for f in findings if f.severity == "error"), key=lambda f: (f.file, f.line, f.rule))
 
 

@@ -15,10 +15,10 @@ from colocate.errors import ColocateError, InputError
 from colocate.base.data_files import CONFIG_NAME, repository
 from colocate.model import pool_facts
 from colocate.checker.manifests import Doc
-from colocate.checker.context import _checked_context, _described_pools, _found_inputs
-from colocate.checker.rule_loader import _config_module
+from colocate.checker.context import checked_context, described_pools, found_inputs
+from colocate.checker.rule_loader import config_module
 from colocate.checker.evaluate import evaluate
-from colocate.checker.findings import _order, _schema_result_findings, _skipped_findings, _suppress, _unusable_findings, _with_field_lines
+from colocate.checker.findings import finding_order, kubeconform_findings, skipped_findings, suppress, unusable_findings, with_field_lines
 from colocate.checker.model import CheckResult, Context, Finding, Index, Rule, Timings
 from colocate.checker.reads import Reads, SKELETON, WHOLE, rule_reads, seen_as, skeleton
 from colocate.checker.rule_loader import judges_alone, load_rules
@@ -267,7 +267,7 @@ def _cached_rules(store: Any, env: str) -> tuple[Rule, ...]:
 
 
 def _cached_pools(store: Any, env: str, where: Path) -> list[tuple[str, Any]]:
-    """_described_pools, kept under the environment (which holds the bytes of every file under
+    """described_pools, kept under the environment (which holds the bytes of every file under
     --cluster, else dist/nodes/, where ``where`` is): the NodePool descriptions are not parsed again."""
     value = store.get("pools", env)
     if isinstance(value, list) and all(isinstance(v, list) and len(v) == 2 and isinstance(v[0], str)
@@ -276,7 +276,7 @@ def _cached_pools(store: Any, env: str, where: Path) -> list[tuple[str, Any]]:
         return [(file, obj) for file, obj in value]
     if value is not None:
         store.reject()
-    described = _described_pools(where)
+    described = described_pools(where)
     store.put("pools", env, [[file, obj] for file, obj in described])
     return described
 
@@ -303,7 +303,7 @@ def _split_verdict(result: kubeconform.Result, tallies: dict[str, int]) -> dict[
     return parts
 
 
-def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | None, timings: Timings | None,
+def check_cached(paths: list[Path], config_path: Path | None, cluster: Path | None, timings: Timings | None,
                   exclude: tuple[str, ...], store: Any, phase: Callable[[str], None], clock: list[float]) -> CheckResult:
     """:func:`check` through the verdict cache (a verdict_cache.Store): the same result, computing
     only what changed."""
@@ -311,15 +311,15 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
 
     folder = store.root
 
-    inputs = _found_inputs(paths, exclude, config_path)
+    inputs = found_inputs(paths, exclude, config_path)
     # An empty cache (a first run) can reuse nothing: kubeconform starts on every file at once,
     # as without the cache, rather than after the keys (a tenth of a second on a first run).
     validation = None
-    early = None if store.holds_entries() else _config_module().kubernetes_version(config_path)
+    early = None if store.holds_entries() else config_module().kubernetes_version(config_path)
     try:
         if early:
             validation = kubeconform.start(list(inputs.files), early)
-        # config.default_path(), without importing colocate.config (see _config_module).
+        # config.default_path(), without importing colocate.config (see config_module).
         env = verdict_cache.environment(config_path or repository() / CONFIG_NAME, cluster, exclude)
         named = {str(p) for p in paths if not p.is_dir()}
         files = [str(f) for f in inputs.files]
@@ -343,7 +343,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         # The environment holds the configuration's bytes and colocate's code (its schema): a
         # configuration this environment loaded before needs no schema validation again.
         checked = store.get("config", env) == "valid"
-        config_mod = _config_module()
+        config_mod = config_module()
         config = config_mod.load(config_path, schema_checked=checked) if config_path else \
             config_mod.load(schema_checked=checked)
         if not checked:
@@ -440,7 +440,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         context_docs = [doc for file in files for doc in
                         ([d for d in by_file[file] if d.kind in _CONTEXT_KINDS] if file in by_file
                          else entries[file].context_docs)]
-        ctx = _checked_context(config, context_docs, cluster, rules, lambda where: _cached_pools(store, env, where))
+        ctx = checked_context(config, context_docs, cluster, rules, lambda where: _cached_pools(store, env, where))
         context = verdict_cache.context_key(sorted(ctx.online_namespaces), sorted(ctx.offline_namespaces),
                                             ctx.min_argocd_version, ctx.registry_host, sorted(ctx.proxied_registries),
                                             ctx.pools, ctx.pools_source, ctx.shared_storage_class)
@@ -542,7 +542,7 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
         clock[0] = time.perf_counter()
         rule_findings = [f for file in files for f in local[file]] + cross
         known = {(f, line, name): at for f, entry in entries.items() for line, name, at in entry.lines}
-        _with_field_lines(rule_findings, known)  # while kubeconform runs, as check() does
+        with_field_lines(rule_findings, known)  # while kubeconform runs, as check() does
         phase("field lines of the rules' findings")
         parts: dict[str, tuple[int, int, int, list[dict]]] | None = {}
         if validation is not None:
@@ -564,13 +564,13 @@ def _check_cached(paths: list[Path], config_path: Path | None, cluster: Path | N
                     if f in parts or (f in entries and not entries[f].unusable)]
     schema_result = kubeconform.Result(sum(v[0] for v in verdicts), sum(v[1] for v in verdicts),
                                        sum(v[2] for v in verdicts), 0, [r for v in verdicts for r in v[3]])
-    findings, suppressed = _suppress(_schema_result_findings(schema_result, known_docs, config.kubernetes_version)
-                                     + rule_findings + _skipped_findings(inputs.skipped) + _unusable_findings(unusable),
+    findings, suppressed = suppress(kubeconform_findings(schema_result, known_docs, config.kubernetes_version)
+                                     + rule_findings + skipped_findings(inputs.skipped) + unusable_findings(unusable),
                                      known_docs, rules)
-    findings = _with_field_lines(findings, known)
-    suppressed = sorted(zip(_with_field_lines([f for f, _ in suppressed], known), (reason for _, reason in suppressed)),
-                        key=lambda s: (_order(s[0]), s[1]))
-    findings.sort(key=_order)
+    findings = with_field_lines(findings, known)
+    suppressed = sorted(zip(with_field_lines([f for f, _ in suppressed], known), (reason for _, reason in suppressed)),
+                        key=lambda s: (finding_order(s[0]), s[1]))
+    findings.sort(key=finding_order)
     phase("field lines, suppressions, sort")
     result = CheckResult(findings, schema_result, len(known_docs), [r.filled(ctx.values) for r in rules], suppressed)
 
