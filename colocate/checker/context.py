@@ -15,6 +15,9 @@ from colocate.checker.manifests import Doc
 from colocate.checker.model import Context, Rule
 from colocate.checker.rule_loader import config_module, load_rules
 
+#: The kinds the context is made of (namespace tiers, node pools): all a context needs of the objects.
+CONTEXT_KINDS = frozenset({"Namespace", pool_facts.KIND})
+
 if TYPE_CHECKING:  # annotations only: config is imported when first needed (config_module)
     from colocate import config as config_mod
 
