@@ -253,19 +253,19 @@ class Run:
 def run(paths: list[Path], config_path: Path | None, cluster: Path | None, timings: Timings | None,
         exclude: tuple[str, ...], store: Store) -> CheckResult:
     """The stages in order; kubeconform never outlives them (a Ctrl-C included)."""
-    run_ = Run(paths, config_path, cluster, timings, exclude, store)
+    one = Run(paths, config_path, cluster, timings, exclude, store)
     try:
-        whole = run_.start()
+        whole = one.start()
         if whole is not None:
             return whole
-        run_.read_entries()
-        run_.parse()
-        run_.rules_and_context()
-        run_.per_object_rules()
-        run_.cross_object_rules()
-        run_.field_lines_and_verdict()
+        one.read_entries()
+        one.parse()
+        one.rules_and_context()
+        one.per_object_rules()
+        one.cross_object_rules()
+        one.field_lines_and_verdict()
     finally:
-        run_.stop_kubeconform()
-    result = run_.assemble()
-    store.keep(run_, result)
+        one.stop_kubeconform()
+    result = one.assemble()
+    store.keep(one, result)
     return result
