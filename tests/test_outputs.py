@@ -225,7 +225,7 @@ def test_explain_and_rules_show_the_configurations_values(tmp_path):
 
 def test_kubeconform_property_lists_are_sorted_so_output_is_the_same_each_run():
     # kubeconform lists unknown properties in Go map order, which differs between runs.
-    from colocate.checker import _schema_message
+    from colocate.checker.findings import schema_message
 
     msg = "jsonschema: '/spec' does not validate: additional properties 'replicas', 'metadata' not allowed"
-    assert _schema_message({"msg": msg}, None, "1.28.0").endswith("properties 'metadata', 'replicas' not allowed")
+    assert schema_message({"msg": msg}, None, "1.28.0").endswith("properties 'metadata', 'replicas' not allowed")

@@ -13,13 +13,16 @@ from colocate.model import pool_facts
 from colocate.model.pool_facts import PoolFacts
 from colocate.checker.manifests import Doc
 from colocate.checker.model import Context, Rule
-from colocate.checker.rule_loader import _config_module, load_rules
+from colocate.checker.rule_loader import config_module, load_rules
 
-if TYPE_CHECKING:  # annotations only: config is imported when first needed (_config_module)
+#: The kinds the context is made of (namespace tiers, node pools): all a context needs of the objects.
+CONTEXT_KINDS = frozenset({"Namespace", pool_facts.KIND})
+
+if TYPE_CHECKING:  # annotations only: config is imported when first needed (config_module)
     from colocate import config as config_mod
 
 
-def _context(cluster: Cluster, docs: list[Doc], min_argocd_version: tuple[int, int] = (0, 0),
+def make_context(cluster: Cluster, docs: list[Doc], min_argocd_version: tuple[int, int] = (0, 0),
              registry_host: str = "", proxied_registries: Iterable[str] = (), shared_storage_class: str = "") -> Context:
     online = {cluster.online_namespace}
     offline = {cluster.training_namespace}
@@ -34,13 +37,13 @@ def _context(cluster: Cluster, docs: list[Doc], min_argocd_version: tuple[int, i
                    shared_storage_class=shared_storage_class)
 
 
-def _described_pools(where: Path) -> list[tuple[str, Any]]:
+def described_pools(where: Path) -> list[tuple[str, Any]]:
     """(file, object) of every NodePool description under ``where``."""
     return [(d.file, d.obj) for d in manifests.load([where]) if d.kind == pool_facts.KIND]
 
 
 def cluster_pools(docs: list[Doc], cluster: Path | None,
-                  described_at: Callable[[Path], list[tuple[str, Any]]] = _described_pools
+                  described_at: Callable[[Path], list[tuple[str, Any]]] = described_pools
                   ) -> tuple[tuple[PoolFacts, ...], str]:
     """The node pools the capacity rules judge against: those under ``cluster`` when given (an
     explicit --cluster wins, and must exist), else the NodePool descriptions among the checked
@@ -62,11 +65,11 @@ def cluster_pools(docs: list[Doc], cluster: Path | None,
     return pool_facts.from_documents(described), source
 
 
-def _checked_context(config: config_mod.Config, docs: list[Doc], cluster: Path | None,
+def checked_context(config: config_mod.Config, docs: list[Doc], cluster: Path | None,
                      rules: tuple[Rule, ...],
-                     described_at: Callable[[Path], list[tuple[str, Any]]] = _described_pools) -> Context:
+                     described_at: Callable[[Path], list[tuple[str, Any]]] = described_pools) -> Context:
     """The context ``check`` judges the checked objects in, with or without the cache."""
-    ctx = _context(reference(config), docs, config.gitops.min_argocd_version, config.registry_host,
+    ctx = make_context(reference(config), docs, config.gitops.min_argocd_version, config.registry_host,
                    config.registry_proxy_projects, config.shared_storage_class)
     ctx.pools, ctx.pools_source = cluster_pools(docs, cluster, described_at)
     ctx.rules = tuple(rules)
@@ -77,32 +80,32 @@ def described_rules(config_path: Path | None = None) -> tuple[Rule, ...]:
     """Every rule with its placeholders filled from the configuration, for ``colocate rules``
     and ``--explain`` (no objects: the namespace tiers are the configuration's). Outside a
     repository, with no --config, the rules as written (``${name}`` placeholders)."""
-    config_mod = _config_module()
+    config_mod = config_module()
     if config_path is None and not config_mod.default_path().is_file():
         return load_rules()
     config = config_mod.load(config_path) if config_path else config_mod.load()
-    ctx = _context(reference(config), [], config.gitops.min_argocd_version, config.registry_host,
+    ctx = make_context(reference(config), [], config.gitops.min_argocd_version, config.registry_host,
                    config.registry_proxy_projects)
     return tuple(rule.filled(ctx.values) for rule in load_rules())
 
 
 # --- the verdict cache (docs/check-cache.md) ----------------------------------------------------
 
-def _load_config(config_path: Path | None) -> config_mod.Config:
-    config_mod = _config_module()
+def load_config(config_path: Path | None) -> config_mod.Config:
+    config_mod = config_module()
     return config_mod.load(config_path) if config_path else config_mod.load()
 
 
-def _found_inputs(paths: list[Path], exclude: Iterable[str], config_path: Path | None) -> manifests.Inputs:
+def found_inputs(paths: list[Path], exclude: Iterable[str], config_path: Path | None) -> manifests.Inputs:
     """The files to check, before any tool starts. Input that is bad, or holds no object, is
     said after a bad configuration, as it would be if the configuration were read first."""
     try:
         inputs = manifests.find(paths, exclude)
     except InputError:
-        _load_config(config_path)
+        load_config(config_path)
         raise
     if not inputs.files:
-        _load_config(config_path)
+        load_config(config_path)
         hint = "".join(f"; {s.path}: {s.reason} ({s.hint})" for s in inputs.skipped)
         raise InputError(", ".join(map(str, paths)), "", f"no Kubernetes objects found{hint}")
     return inputs

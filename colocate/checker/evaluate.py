@@ -10,7 +10,7 @@ from colocate.checker.manifests import Doc
 from colocate.checker.model import Context, Finding, Index, Rule, Timings, Violation
 from colocate.rules.files import fill as _fill
 from colocate.checker.reads import rule_reads, viewed_index
-from colocate.checker.rule_loader import _check_function, judges_alone
+from colocate.checker.rule_loader import check_function, judges_alone
 
 
 #: The rule that reports a suppression without a reason; it cannot itself be suppressed.
@@ -46,7 +46,7 @@ def _judge(rule: Rule, index: Index, values: dict[str, str]) -> list[Finding]:
     if rule.schema is not None:
         violations: Iterable[Violation] = _schema_findings(rule, index.ctx, index)
     else:
-        violations = _check_function(rule.check)(index, rule)
+        violations = check_function(rule.check)(index, rule)
     return [Finding(rule.id, rule.severity, v.doc.file, v.doc.line, v.doc.kind, v.doc.namespace, v.doc.name, v.field,
                     _fill(rule.message, values) + (f" ({v.detail})" if v.detail else ""), _fill(rule.fix, values))
             for v in violations]

@@ -21,7 +21,7 @@ _KUBECONFORM_PREFIX = re.compile(r"problem validating schema\. Check JSON format
 _PROPERTY_LIST = re.compile(r"'[^',]*'(?:, '[^',]*')+")
 
 
-def _schema_message(res: dict, doc: Doc | None, kubernetes_version: str) -> str:
+def schema_message(res: dict, doc: Doc | None, kubernetes_version: str) -> str:
     """kubeconform's message without its cache paths, and a kind whose apiVersion the Kubernetes
     version does not serve said so, with the versions it does serve."""
     message = _KUBECONFORM_PREFIX.sub("", str(res.get("msg", "")))
@@ -41,7 +41,7 @@ def _schema_message(res: dict, doc: Doc | None, kubernetes_version: str) -> str:
     return message
 
 
-def _schema_result_findings(result: kubeconform.Result, docs: list[Doc], kubernetes_version: str = "") -> list[Finding]:
+def kubeconform_findings(result: kubeconform.Result, docs: list[Doc], kubernetes_version: str = "") -> list[Finding]:
     """kubeconform reports file, kind and name; find the namespace and line in our index."""
     if not result.resources:
         return []
@@ -52,7 +52,7 @@ def _schema_result_findings(result: kubeconform.Result, docs: list[Doc], kuberne
         doc = by_key.get((Path(res.get("filename", "")).resolve(), res.get("kind", ""), res.get("name", "")))
         status = res.get("status", "")
         reason = {"statusSkipped": "skipped: no schema was consulted"}.get(
-            status, _schema_message(res, doc, kubernetes_version) or status)
+            status, schema_message(res, doc, kubernetes_version) or status)
         findings.append(Finding(
             SCHEMA_RULE_ID, "error", res.get("filename", ""), doc.line if doc else 0, res.get("kind", ""),
             doc.namespace if doc else "", res.get("name", ""), "",
@@ -60,7 +60,7 @@ def _schema_result_findings(result: kubeconform.Result, docs: list[Doc], kuberne
     return findings
 
 
-def _with_field_lines(findings: list[Finding], known: dict[tuple[str, int, str], int] | None = None) -> list[Finding]:
+def with_field_lines(findings: list[Finding], known: dict[tuple[str, int, str], int] | None = None) -> list[Finding]:
     """Each finding with the line of its field, reading again only the files that have findings
     whose line ``known`` (file, object line, field -> line; the cache's) does not hold. Lines
     found are added to ``known``."""
@@ -110,7 +110,7 @@ def suppressions(doc: Doc) -> list[tuple[str, str]]:
     return out
 
 
-def _suppress(findings: list[Finding], docs: list[Doc], rules: Iterable = ()) -> tuple[list[Finding], list[tuple[Finding, str]]]:
+def suppress(findings: list[Finding], docs: list[Doc], rules: Iterable = ()) -> tuple[list[Finding], list[tuple[Finding, str]]]:
     """Split findings into kept and suppressed (with the reason). Only entries with a reason count,
     and never for a rule of ``rules`` that is not suppressible (rule COL010 reports such an entry)."""
     never = {SUPPRESSION_RULE_ID, SCHEMA_RULE_ID, INPUT_RULE_ID} | {r.id for r in rules if not r.suppressible}
@@ -126,17 +126,17 @@ def _suppress(findings: list[Finding], docs: list[Doc], rules: Iterable = ()) ->
     return kept, silenced
 
 
-def _skipped_findings(skipped: Iterable[manifests.Skipped]) -> list[Finding]:
+def skipped_findings(skipped: Iterable[manifests.Skipped]) -> list[Finding]:
     return [Finding(INPUT_RULE_ID, "warning", s.path, 0, "", "", "", "", s.reason, s.hint) for s in skipped]
 
 
-def _order(f: Finding) -> tuple:
+def finding_order(f: Finding) -> tuple:
     """Findings by file, line, field line, rule and field; the rest only breaks ties, so the order
     is the same whether the findings were computed in one pass or taken from the cache."""
     return (f.file, f.line, f.field_line, f.rule, f.field, f.message, f.severity, f.kind, f.namespace, f.name, f.fix)
 
 
-def _unusable_findings(unusable: list[tuple[Path, InputError]]) -> list[Finding]:
+def unusable_findings(unusable: list[tuple[Path, InputError]]) -> list[Finding]:
     """One error per file in a checked folder that is not manifests (Argo CD would fail to sync it)."""
     out = []
     for path, exc in unusable:

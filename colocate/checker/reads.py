@@ -8,7 +8,7 @@ from colocate.checker import manifests
 from colocate.model.names import IGNORE_ANNOTATION
 from colocate.checker.manifests import Doc
 from colocate.checker.model import Context, Index, Rule
-from colocate.checker.rule_loader import _check_function
+from colocate.checker.rule_loader import check_function
 
 
 # --- what each cross-object rule reads ------------------------------------------------------------
@@ -73,11 +73,11 @@ def reads(*kinds: str, pods: bool = False, whole: Callable[[Doc], bool] | None =
 _DECLARED: dict[tuple, Reads] = {}
 
 #: A check that declares nothing reads every object whole: slower with the cache, never wrong.
-_EVERYTHING = Reads(whole=lambda doc: True)
+EVERYTHING = Reads(whole=lambda doc: True)
 
 
 def rule_reads(rule: Rule) -> Reads:
-    return getattr(_check_function(rule.check), "reads", _EVERYTHING)
+    return getattr(check_function(rule.check), "reads", EVERYTHING)
 
 
 def skeleton(doc: Doc) -> dict:

@@ -11,7 +11,7 @@ from colocate.rules.files import RULES_DIR, Rule, read_rules
 
 
 @lru_cache(maxsize=None)
-def _config_module():
+def config_module():
     """colocate.config, imported when first needed: a check answered from its cache needs none of
     it (its YAML loader, time zones and addresses: a tenth of that answer's start-up)."""
     from colocate import config
@@ -24,11 +24,11 @@ def load_rules(rules_dir: Path = RULES_DIR) -> tuple[Rule, ...]:
     rules = read_rules(rules_dir)
     for rule in rules:
         if rule.check is not None:
-            _check_function(rule.check, str(next(rules_dir.glob(f"{rule.id}*.yaml"))))
+            check_function(rule.check, str(next(rules_dir.glob(f"{rule.id}*.yaml"))))
     return rules
 
 
-def _check_function(name: str, where: str = "") -> Callable:
+def check_function(name: str, where: str = "") -> Callable:
     """``platform.priority_gap`` -> policies/checks/platform.py's priority_gap."""
     module_name, _, function = name.partition(".")
     try:

@@ -10,6 +10,8 @@ import pytest
 
 from colocate import checker, config
 from colocate.checker import manifests
+from colocate.checker.context import checked_context
+from colocate.checker.reads import EVERYTHING
 from tests.helpers import ROOT
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -32,7 +34,7 @@ def _loaded() -> list[tuple[str, list, object]]:
     out = []
     for name, paths in _inputs():
         docs = manifests.load(paths)
-        out.append((name, docs, checker._checked_context(config.load(), docs, None, rules)))
+        out.append((name, docs, checked_context(config.load(), docs, None, rules)))
     return out
 
 
@@ -51,4 +53,4 @@ def test_a_cross_object_rule_finds_the_same_over_what_it_declares_as_over_everyt
 
 def test_every_cross_object_rule_declares_what_it_reads():
     """Undeclared, a rule reads every object whole: never wrong, but re-run at every change."""
-    assert [r.id for r in CROSS if checker.rule_reads(r) is checker._EVERYTHING] == []
+    assert [r.id for r in CROSS if checker.rule_reads(r) is EVERYTHING] == []

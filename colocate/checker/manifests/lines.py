@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from colocate.base.safe_yaml import SafeLoader
-from colocate.checker.manifests.loading import _collector_paused
+from colocate.checker.manifests.loading import collector_paused
 
 
 class _LineLoader(SafeLoader):  # type: ignore[valid-type,misc]
@@ -56,7 +56,7 @@ def _compose(text: str, offset: int, objects: dict[int, tuple[yaml.Node, int]]) 
     """The objects of ``text`` by line (``offset`` lines into the file), with that offset."""
     loader = _LineLoader(text)
     try:
-        with _collector_paused():
+        with collector_paused():
             while loader.check_node():
                 _add_object(objects, loader.get_node(), offset)
     finally:
