@@ -1,4 +1,4 @@
-"""action.yml, colocate's composite GitHub Action (issue 42 item 5), under actionlint and shellcheck.
+"""action.yml, colocate's composite GitHub Action, under actionlint and shellcheck.
 
 actionlint lints workflows, not action metadata: run on action.yml it reports a workflow with no
 `on` and no `jobs`. So it lints the action twice over: (1) a consumer's workflow that `uses: ./`,

@@ -1,4 +1,4 @@
-"""Where colocate finds the tools it runs (issue 42 item 3): $KUBECONFORM (or $HELM, $KUSTOMIZE),
+"""Where colocate finds the tools it runs: $KUBECONFORM (or $HELM, $KUSTOMIZE),
 then PATH, then the tool folder; built there with Go on first use; without Go, an error naming
 the version and the command that installs it, never a make target. The tool folder is patched
 to a temporary one, as an installed colocate's (the user's cache folder) would be."""

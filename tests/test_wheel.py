@@ -1,4 +1,4 @@
-"""The package as a user installs it (issue 42 item 6): the sdist and the wheel build, the wheel
+"""The package as a user installs it: the sdist and the wheel build, the wheel
 carries every data file the package folders hold and nothing from tests/, and, installed from
 PyPI into a clean virtual environment outside the repository, `colocate --version`, `init`,
 `synth`, `check` and `diff` work in a new git repository with no file of this checkout on the

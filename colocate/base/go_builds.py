@@ -100,7 +100,7 @@ def go_install(build: Build, log, label: str = "simulate tools") -> None:
         raise InputError("go", "", "not found: the simulation builds Kubernetes, etcd, kwok and the "
                          "training-operator from source; install Go >= 1.25 (https://go.dev/dl)")
     targets = build.packages if build.folder else tuple(f"{p}@{build.version}" for p in build.packages)
-    cold = f"{build.cold} cold on 2 cores" if build.cold else "longer cold"
+    cold = f"{build.cold} cold on 2 cores" if build.cold else "minutes with a cold Go build cache"
     log(f"{label}: building {', '.join(build.binaries)} {build.version} into {BIN} with go install "
         f"({cold}, seconds when the Go build cache is warm)")
     started = time.monotonic()
