@@ -29,6 +29,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from colocate.base import goyaml, vendored
+from colocate.base.go_builds import ToolMissing
 from colocate.errors import InputError
 from colocate.model.names import COMPARE_OPTIONS, SYNC_OPTIONS
 
@@ -117,8 +118,11 @@ def render(source: Source, target: Target) -> list[dict[str, Any]]:
     """The objects the renderer gives, in its order. Raises InputError naming the tree when it fails."""
     from colocate.synth import renderers
 
-    program = str(renderers.binary(source.renderer))
     tree = vendored.load()[source.tree]
+    try:
+        program = str(renderers.binary(source.renderer))
+    except ToolMissing as exc:
+        raise ToolMissing(f"rendering {tree.path} needs {source.renderer}: {exc}") from None
     with tempfile.TemporaryDirectory(prefix="colocate-render-") as tmp:
         work = Path(tmp)
         if isinstance(source, HelmSource):
