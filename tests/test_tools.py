@@ -119,6 +119,18 @@ def test_a_renderer_in_the_tool_folder_needs_its_stamp(tool_folder):
         renderers.binary("helm")
 
 
+@pytest.mark.parametrize("writable", ["folder", "binary"])
+def test_an_installed_colocate_runs_nothing_from_a_tool_folder_others_can_write(tool_folder, monkeypatch, writable):
+    monkeypatch.setattr(go_builds, "CHECKOUT", False)
+    local = _copy("kubeconform", tool_folder)
+    assert kubeconform.binary() == str(local)
+    target = tool_folder if writable == "folder" else local
+    target.chmod(target.stat().st_mode | 0o022)
+    with pytest.raises(go_builds.ToolMissing, match=rf"{re.escape(str(target))} is writable by other users: colocate "
+                                                    "runs no program from there"):
+        kubeconform.binary()
+
+
 def test_scripts_bootstrap_pins_the_same_kubeconform():
     text = (ROOT / "scripts" / "bootstrap").read_text()
     assert re.search(r"^KUBECONFORM_VERSION=(\S+)", text, re.M).group(1) == kubeconform.BUILD.version

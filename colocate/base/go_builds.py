@@ -133,6 +133,24 @@ def missing_message(build: Build, env_var: str = "") -> str:
             "(colocate runs it itself when go is on PATH)")
 
 
+def _untrusted(binary: Path) -> str | None:
+    """Why the per-user tool folder, or ``binary`` in it, may hold another user's program: owned
+    by someone else, or writable by others (as ssh refuses such a ~/.ssh); None when it is fine
+    or missing."""
+    for path in (binary.parent, binary):
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return f"{path} cannot be read ({exc.strerror})"
+        if st.st_uid != os.geteuid():
+            return f"{path} is owned by user {st.st_uid}, not by you"
+        if st.st_mode & 0o022:
+            return f"{path} is writable by other users"
+    return None
+
+
 def _runs(path: str | None) -> bool:
     return bool(path) and Path(path).is_file() and os.access(path, os.X_OK)
 
@@ -160,6 +178,10 @@ def resolve(build: Build, env_var: str, *, pinned=None, log=None) -> Path:
     if _runs(on_path) and not (pinned and pinned(on_path)):
         return Path(on_path)
     local = BIN / name
+    untrusted = None if CHECKOUT else _untrusted(local)
+    if untrusted:
+        raise ToolMissing(f"{untrusted}: colocate runs no program from there (another user could have put it); "
+                          f"fix the permissions, or name {name} {build.version} with ${env_var} or on PATH")
     if _runs(str(local)) and (pinned is None or up_to_date(build)):
         return local
     if shutil.which("go") is None:
