@@ -92,7 +92,7 @@ def test_a_variable_naming_no_program_is_an_error(tool_folder, monkeypatch, tmp_
         kubeconform.binary()
 
 
-def test_a_renderer_of_another_version_on_path_is_passed_over(tool_folder, tmp_path, monkeypatch):
+def test_a_renderer_of_another_version_on_path_is_passed_over(tool_folder, tmp_path, monkeypatch, capsys):
     """helm's version decides dist/'s bytes: a program on PATH named helm that does not say
     v3.14.4 (here the real kustomize) is skipped for the pinned one in the tool folder."""
     impostor = _copy("kustomize", tmp_path / "on-path", as_name="helm")
@@ -100,6 +100,8 @@ def test_a_renderer_of_another_version_on_path_is_passed_over(tool_folder, tmp_p
     local = _copy("helm", tool_folder)
     (tool_folder / ".sim-helm.stamp").write_text(renderers.BUILDS[0].stamp() + "\n")
     assert renderers.binary("helm") == local
+    err = capsys.readouterr().err
+    assert f"colocate: warning: {impostor}: it says version " in err and f"colocate uses helm v3.14.4 from {tool_folder}" in err
     # Named explicitly, it is an error that says which version it is not.
     monkeypatch.setenv("HELM", str(impostor))
     with pytest.raises(go_builds.ToolMissing, match=r"\$HELM=.*: it says version .*, not v3\.14\.4"):

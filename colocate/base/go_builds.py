@@ -175,8 +175,13 @@ def resolve(build: Build, env_var: str, *, pinned=None, log=None) -> Path:
             raise ToolMissing(f"${env_var}={explicit}: {problem}; colocate needs {name} {build.version}")
         return Path(explicit)
     on_path = shutil.which(name)
-    if _runs(on_path) and not (pinned and pinned(on_path)):
-        return Path(on_path)
+    if _runs(on_path):
+        problem = pinned(on_path) if pinned else None
+        if problem is None:
+            return Path(on_path)
+        from colocate.base import private_cache
+
+        private_cache.warn(f"{on_path}: {problem}; colocate uses {name} {build.version} from {BIN}")
     local = BIN / name
     untrusted = None if CHECKOUT else _untrusted(local)
     if untrusted:
