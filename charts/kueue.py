@@ -13,7 +13,6 @@ from typing import Mapping
 import yaml
 from constructs import Construct
 
-from colocate import ROOT
 from colocate.base import goyaml, vendored
 from colocate.charts._base import ColocateChart
 from colocate.charts.platform import pool_totals
@@ -66,7 +65,7 @@ def dropped_webhooks() -> list[dict]:
     Kueue does not manage here (KEPT_WEBHOOK_*), read from the vendored file so a bump follows."""
     tree = vendored.load()[VENDORED_TREE]
     patches = []
-    for doc in goyaml.load_all_plain((ROOT / tree.path / WEBHOOKS_FILE).read_text(), WEBHOOKS_FILE):
+    for doc in goyaml.load_all_plain((tree.root / WEBHOOKS_FILE).read_text(), WEBHOOKS_FILE):
         dropped = [w["name"] for w in doc["webhooks"] if not all(
             group in KEPT_WEBHOOK_GROUPS or (group, resource) in KEPT_WEBHOOK_RESOURCES
             for rule in w["rules"] for group in rule["apiGroups"] for resource in rule["resources"])]

@@ -104,11 +104,15 @@ def test_added_annotations_join_the_chart_lists_and_an_unknown_target_is_an_erro
         upstream.annotate(objects, {"Deployment/gone": {"a": "b"}})
 
 
-def test_a_missing_renderer_says_how_to_build_it(built, monkeypatch, tmp_path):
+def test_a_missing_renderer_says_how_to_install_it(built, monkeypatch, tmp_path):
+    """No helm anywhere (no $HELM, none on PATH, an empty tool folder) and no Go to build it."""
     import colocate.base.go_builds
     monkeypatch.setattr(colocate.base.go_builds, "BIN", tmp_path)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.delenv("HELM", raising=False)
     chart = _charts(built)["apps/dcgm-exporter"]
-    with pytest.raises(InputError, match="colocate.synth.renderers"):
+    with pytest.raises(colocate.base.go_builds.ToolMissing,
+                       match=r"rendering vendor/charts/dcgm-exporter needs helm: helm v3\.14\.4 not found .*go install"):
         upstream.render(chart.row.source, chart.target)
 
 

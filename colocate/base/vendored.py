@@ -14,10 +14,15 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import colocate
 from colocate import ROOT
 from colocate.base import safe_yaml
 
-SOURCES = ROOT / "vendor" / "sources.yaml"
+#: The folder vendor/ is in: the installed package (a wheel maps vendor/ to colocate/vendor/,
+#: pyproject.toml), else the checkout. Tree paths (``vendor/...``) are relative to it.
+_PACKAGE = Path(colocate.__file__).resolve().parent
+BASE = _PACKAGE if (_PACKAGE / "vendor" / "sources.yaml").is_file() else ROOT
+SOURCES = BASE / "vendor" / "sources.yaml"
 #: Field order of an entry in vendor/sources.yaml.
 FIELDS = ("path", "repository", "tag", "commit", "upstream_path", "version", "licence", "licence_files",
           "parent", "resolves", "files", "bytes", "sha256")
@@ -43,7 +48,7 @@ class Tree:
 
     @property
     def root(self) -> Path:
-        return ROOT / self.path
+        return BASE / self.path
 
 
 def load(path: Path = SOURCES) -> dict[str, Tree]:
@@ -88,4 +93,4 @@ def tree_digest(root: Path, exclude: list[Path] = ()) -> tuple[str, int, int]:
 
 def digest_of(tree: Tree, trees: dict[str, Tree]) -> tuple[str, int, int]:
     inner = nested(tree.path, [t.path for t in trees.values()])
-    return tree_digest(tree.root, [ROOT / p for p in inner])
+    return tree_digest(tree.root, [BASE / p for p in inner])

@@ -17,16 +17,18 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from colocate import ROOT
-from colocate.base import private_cache, schema_cache
+from colocate.base import go_builds, private_cache, schema_cache
+from colocate.base.go_builds import ToolMissing
 from colocate.errors import ColocateError
 from colocate.base.data_files import data_path
 
-INSTALL_HINT = "run `make bootstrap` (builds the pinned kubeconform into bin/ with go install; scripts/bootstrap names the version)"
-
-
-class ToolMissing(ColocateError):
-    """A required external tool is not installed, or does not run (exit 2)."""
+#: The kubeconform colocate is tested with (scripts/bootstrap's KUBECONFORM_VERSION; a test keeps
+#: the two equal). Its go.mod at v0.7.0 says go 1.24 (proxy.golang.org).
+BUILD = go_builds.Build("kubeconform", ("kubeconform",), "github.com/yannh/kubeconform", "v0.7.0", None,
+                        ("github.com/yannh/kubeconform/cmd/kubeconform",), go="1.24",
+                        release="https://github.com/yannh/kubeconform/releases/tag/v0.7.0")
+ENV = "KUBECONFORM"
+INSTALL_HINT = f"colocate runs kubeconform {BUILD.version} (${ENV}, else PATH, else {go_builds.BIN}): `{BUILD.install_command()}`"
 
 
 @dataclass
@@ -41,12 +43,9 @@ class Result:
 
 
 def binary() -> str:
-    """kubeconform: $KUBECONFORM, the project's bin/, then PATH."""
-    candidates = [os.environ.get("KUBECONFORM"), str(ROOT / "bin" / "kubeconform"), shutil.which("kubeconform")]
-    for candidate in candidates:
-        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    raise ToolMissing(f"kubeconform not found: {INSTALL_HINT}")
+    """kubeconform: $KUBECONFORM, then PATH, then the tool folder (go_builds.resolve: built there
+    with Go on first use; without Go, an error naming the version and how to install it)."""
+    return str(go_builds.resolve(BUILD, ENV))
 
 
 _fallback: list[Path] = []

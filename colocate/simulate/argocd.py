@@ -22,13 +22,13 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from colocate import ROOT
+from colocate.base.data_files import data_path
 from colocate.base import safe_yaml
 from colocate.config import Config
 from colocate.model.names import KEEP_ON_PRUNE, sync_options
 from colocate.simulate.local_cluster import READY_TIMEOUT, ControlPlane, SimulationError, free_port, refusal
 
-CRDS = ROOT / "policies" / "crds" / "argoproj.io"
+CRDS = data_path("colocate.policies", "crds", "argoproj.io")
 #: The controller and the repo server only read these when they carry this label
 #: (argo-cd v2.10.15 common/common.go LabelKeyAppName / util/settings).
 PART_OF = {"app.kubernetes.io/part-of": "argocd"}

@@ -17,7 +17,7 @@ from colocate.incluster.resubmit import policy
 from colocate.simulate.local_cluster import ControlPlane, SimulationError, free_port, refusal
 from colocate.simulate.nodes import KWOK_LABEL
 
-CRDS = ROOT / "policies" / "crds"
+CRDS = data_path("colocate.policies", "crds")
 #: The pod lifecycle kwok plays (its own file; also keeps a user's ~/.kwok/kwok.yaml out).
 KWOK_STAGES = data_path("colocate", "simulate", "kwok", "stages.yaml")
 #: The provisioner name of the simulated StorageClass: it stands for the NFS provisioner.

@@ -10,8 +10,12 @@ image the repo server runs from. A stamp per build (version, module, ldflags) ma
 no-op, as for the simulation's components (colocate/base/go_builds.py does both)."""
 from __future__ import annotations
 
+import functools
+import subprocess
 import sys
+from pathlib import Path
 
+from colocate.base import go_builds
 from colocate.base.go_builds import BIN, Build, go_install, run_main, up_to_date
 
 #: The Argo CD release whose bundled renderers these are (colocate.yaml simulation.argocd).
@@ -28,18 +32,41 @@ BUILDS = (
           " ".join(["-s -w", f"-X helm.sh/helm/v3/internal/version.version={HELM_VERSION}",
                     *(f"-X helm.sh/helm/v3/pkg/{pkg}.k8sVersion{part}={value}"
                       for pkg in ("lint/rules", "chartutil") for part, value in (("Major", 1), ("Minor", 29)))]),
-          cold="about 4.5 min"),
+          cold="about 4.5 min", go="1.21", release="https://github.com/helm/helm/releases/tag/v3.14.4"),
     Build("kustomize", ("kustomize",), "sigs.k8s.io/kustomize/kustomize/v5", KUSTOMIZE_VERSION, None,
           # Its release build's -X (`kustomize version` says "(devel)" without it; Argo CD's repo
           # server reads that version to choose build flags).
           ("sigs.k8s.io/kustomize/kustomize/v5",),
-          f"-s -w -X sigs.k8s.io/kustomize/api/provenance.version={KUSTOMIZE_VERSION}", cold="about 30 s"),
+          f"-s -w -X sigs.k8s.io/kustomize/api/provenance.version={KUSTOMIZE_VERSION}", cold="about 30 s",
+          go="1.20", release="https://github.com/kubernetes-sigs/kustomize/releases/tag/kustomize%2Fv5.2.1"),
 )
+#: The variable that names each renderer's binary, as $KUBECONFORM names kubeconform's.
+ENV = {"helm": "HELM", "kustomize": "KUSTOMIZE"}
+#: The command that prints each renderer's version, and what it prints at the pinned one.
+_VERSION_ARGV = {"helm": ("version", "--template", "{{.Version}}"), "kustomize": ("version",)}
 
 #: What a caller tells the user when a renderer is missing.
 HOW_TO_BUILD = ("build them with `.venv/bin/python -m colocate.synth.renderers` (or `make render-tools`): "
                 f"helm {HELM_VERSION} and kustomize {KUSTOMIZE_VERSION} from the Go module proxy into bin/, "
                 "needs Go >= 1.21")
+
+
+@functools.cache
+def _not_pinned(name: str, path: str) -> str | None:
+    """Why the binary at ``path`` is not the pinned renderer (its version decides dist/'s bytes), or None."""
+    build = next(b for b in BUILDS if b.name == name)
+    try:
+        said = subprocess.run([path, *_VERSION_ARGV[name]], capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"`{name} version` did not run ({exc})"
+    return None if said == build.version else f"it says version {said or 'nothing'}, not {build.version}"
+
+
+def binary(name: str) -> Path:
+    """helm or kustomize at the pinned version: ${ENV}, then PATH (either only when it says the
+    pinned version), then the tool folder (with its stamp), else built there with Go."""
+    build = next(b for b in BUILDS if b.name == name)
+    return go_builds.resolve(build, ENV[name], pinned=lambda path: _not_pinned(name, path))
 
 
 def ensure(log=print) -> dict[str, object]:

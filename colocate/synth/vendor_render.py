@@ -8,7 +8,9 @@ with Argo CD's ``spec.source.kustomize`` fields (namespace, images, patches) in 
 wraps the vendored overlay. Both run with an empty home and a proxy that refuses every connection,
 so nothing can come from the network or a chart repository configured on the machine.
 
-Rendering needs bin/helm and bin/kustomize (colocate/synth/renderers.py, minutes cold). A tree
+Rendering needs helm and kustomize at the pinned versions (colocate/synth/renderers.py
+``binary``: $HELM/$KUSTOMIZE, PATH, then the tool folder, built there with Go on first use,
+minutes cold). A tree
 synth wrote before is reused instead when its inputs are the same: the index records, per
 rendered folder, a digest of the inputs (renderer, vendored trees, values, versions) and of the
 files written; a folder whose files still have that digest and whose inputs have not changed is
@@ -27,6 +29,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from colocate.base import goyaml, vendored
+from colocate.base.go_builds import ToolMissing
 from colocate.errors import InputError
 from colocate.model.names import COMPARE_OPTIONS, SYNC_OPTIONS
 
@@ -113,20 +116,19 @@ def output_digest(files: Mapping[str, str]) -> str:
 
 def render(source: Source, target: Target) -> list[dict[str, Any]]:
     """The objects the renderer gives, in its order. Raises InputError naming the tree when it fails."""
-    from colocate.synth.renderers import BUILDS, HOW_TO_BUILD
-    from colocate.base.go_builds import BIN, up_to_date
+    from colocate.synth import renderers
 
-    build = next(b for b in BUILDS if b.name == source.renderer)
-    if not (BIN / build.name).is_file() or not up_to_date(build):
-        raise InputError(f"vendor/{source.tree}", "", f"rendering it needs bin/{build.name} {build.version}: "
-                         f"{HOW_TO_BUILD}")
     tree = vendored.load()[source.tree]
+    try:
+        program = str(renderers.binary(source.renderer))
+    except ToolMissing as exc:
+        raise ToolMissing(f"rendering {tree.path} needs {source.renderer}: {exc}") from None
     with tempfile.TemporaryDirectory(prefix="colocate-render-") as tmp:
         work = Path(tmp)
         if isinstance(source, HelmSource):
             values = work / "values.yaml"
             values.write_text(json.dumps(source.values, sort_keys=True))
-            argv = [str(BIN / "helm"), "template", str(tree.root), "--name-template", source.release,
+            argv = [program, "template", str(tree.root), "--name-template", source.release,
                     "--namespace", source.namespace, "--kube-version", target.kube_version,
                     "--values", str(values), *(a for v in target.api_versions for a in ("--api-versions", v)),
                     "--include-crds"]
@@ -139,7 +141,7 @@ def render(source: Source, target: Target) -> list[dict[str, Any]]:
                              "images": [_image(i) for i in source.images],
                              "patches": [dict(p) for p in source.patches]}
             (wrapper / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False))
-            argv = [str(BIN / "kustomize"), "build", str(wrapper)]
+            argv = [program, "build", str(wrapper)]
         home = work / "home"
         env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "HELM_CACHE_HOME": str(home / "cache"),
                "HELM_CONFIG_HOME": str(home / "config"), "HELM_DATA_HOME": str(home / "data"),
