@@ -73,16 +73,20 @@ def templates() -> list[dict]:
 
 def write_mix(folder: Path, n: int) -> None:
     base = templates()
-    folder.mkdir(parents=True)
-    batch: list[dict] = []
+    docs = []
     for i in range(n):
         doc = copy.deepcopy(base[i % len(base)])
         doc["metadata"]["name"] = f"{doc['metadata']['name']}-{i // len(base)}"[:63].rstrip("-")
-        batch.append(doc)
-        if len(batch) == PER_FILE or i == n - 1:
-            (folder / f"objects-{i // PER_FILE:05d}.yaml").write_text(
-                yaml.dump_all(batch, Dumper=yaml.CSafeDumper, sort_keys=False), encoding="utf-8")
-            batch = []
+        docs.append(doc)
+    _write_files(folder, docs)
+
+
+def _write_files(folder: Path, docs: list[dict]) -> None:
+    """``docs``, PER_FILE to a file, in ``folder`` (made here)."""
+    folder.mkdir(parents=True)
+    for start in range(0, len(docs), PER_FILE):
+        (folder / f"objects-{start // PER_FILE:05d}.yaml").write_text(
+            yaml.dump_all(docs[start:start + PER_FILE], Dumper=yaml.CSafeDumper, sort_keys=False), encoding="utf-8")
 
 
 #: The workload mix's four objects, from the reference dist/.
@@ -92,8 +96,7 @@ WORKLOAD = ("apps/training/tfjob.training.tf-ps-mode.yaml", "apps/training/persi
 
 def write_workload_mix(folder: Path, n: int) -> None:
     tfjob, claim, deployment, configmap = (yaml.safe_load((ROOT / "dist" / f).read_text()) for f in WORKLOAD)
-    folder.mkdir(parents=True)
-    batch: list[dict] = []
+    docs = []
     for i in range(n):
         group, which = divmod(i, 4)
         doc = copy.deepcopy((tfjob, claim, deployment, configmap)[which])
@@ -107,11 +110,8 @@ def write_workload_mix(folder: Path, n: int) -> None:
                             volume["persistentVolumeClaim"]["claimName"] = f"{job}-checkpoints"
         else:
             doc["metadata"]["name"] = f"{doc['metadata']['name']}-{group}"[:63].rstrip("-")
-        batch.append(doc)
-        if len(batch) == PER_FILE or i == n - 1:
-            (folder / f"objects-{i // PER_FILE:05d}.yaml").write_text(
-                yaml.dump_all(batch, Dumper=yaml.CSafeDumper, sort_keys=False), encoding="utf-8")
-            batch = []
+        docs.append(doc)
+    _write_files(folder, docs)
 
 
 def write_big_file(path: Path, size: int) -> int:
