@@ -74,29 +74,24 @@ def _run(args: argparse.Namespace, dist: Path, chosen, change: Path | None = Non
 
 
 def _base_dist(dist: Path, revision: str, into: Path) -> Path:
-    """``dist`` as git revision ``revision`` holds it, extracted under ``into``."""
-    import io
-    import subprocess
-    import tarfile
+    """``dist`` as git revision ``revision`` holds it, copied under ``into`` (diff's extraction:
+    review/tree.py)."""
+    import shutil
+    from colocate.review import tree
 
     if not dist.is_dir():
         raise InputError(str(dist), "", "no such folder: name a dist/ folder")
-    git = ["git", "-C", str(dist)]
-    top = subprocess.run([*git, "rev-parse", "--show-toplevel"], capture_output=True, text=True)
-    if top.returncode:
-        raise InputError(str(dist), "", "--base needs dist/ inside a git repository")
-    relative = dist.resolve().relative_to(Path(top.stdout.strip()).resolve()).as_posix()
-    found = subprocess.run([*git, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"], capture_output=True, text=True)
-    if found.returncode:
-        raise InputError("--base", revision, "is not a commit of this repository")
-    # Pathspecs are relative to the working folder: archive from the top.
-    tree = subprocess.run(["git", "-C", top.stdout.strip(), "archive", "--format=tar", found.stdout.strip(), "--", relative],
-                          capture_output=True)
-    if tree.returncode:
-        raise InputError("--base", revision, f"holds no {relative}/")
-    with tarfile.open(fileobj=io.BytesIO(tree.stdout)) as archive:
-        archive.extractall(into, filter="data")
-    return into / relative
+    try:
+        repo = tree.toplevel(dist)
+    except ColocateError:
+        raise InputError("--base", revision, f"needs {dist} inside a git repository") from None
+    relative = dist.resolve().relative_to(repo.resolve()).as_posix()
+    commit = tree.resolve(repo, revision)
+    with tree.checkout(repo, commit, relative) as base:
+        if not base.is_dir():
+            raise InputError("--base", revision, f"holds no {relative}/")
+        shutil.copytree(base, into / "dist")
+    return into / "dist"
 
 
 def _job_files(config: str | None, paths):

@@ -103,13 +103,7 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
         obs.stand_ins = stand_ins.describe(cp, storage_classes, queue)
         log(f"simulate: cluster settled ({time.monotonic() - started:.1f} s)")
         if change is not None:
-            tiers = _tiers(docs)
-            before = rollouts.pods(cp, lambda pod: observe.tier_of(pod, tiers))
-            obs.change = argocd.sync_change(argo, change, tick=tick)
-            docs = _dist_documents(change)
-            obs.settled = _settle(cp, resubmitting) and obs.settled
-            obs.rollouts = rollouts.rollouts(cp, [w for a in obs.change for w in a.changed])
-            obs.replaced = rollouts.replaced(cp, before)
+            docs = _sync_change(cp, argo, change, docs, obs, resubmitting, tick)
             log(f"simulate: the change synced onto the base, {sum(not a.ok for a in obs.change)} Application(s) "
                 f"failed ({time.monotonic() - started:.1f} s)")
         since = ""
@@ -135,6 +129,19 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
             cp.failed = True
     obs.seconds = time.monotonic() - started
     return obs, (cp.workdir if cp.failed or keep_logs else None)
+
+
+def _sync_change(cp: ControlPlane, argo: argocd.ArgoCD, change: Path, docs, obs: observe.Observation,
+                 resubmitting: bool, tick) -> list[tuple[str, dict[str, Any]]]:
+    """Sync ``change`` onto the settled base and record what the sync did, the rollouts and the
+    pods it replaced; the change's documents, which the scenario then plays on."""
+    tiers = _tiers(docs)
+    before = rollouts.pods(cp, lambda pod: observe.tier_of(pod, tiers))
+    obs.change = argocd.sync_change(argo, change, tick=tick)
+    obs.settled = _settle(cp, resubmitting) and obs.settled
+    obs.rollouts = rollouts.rollouts(cp, [w for a in obs.change for w in a.changed])
+    obs.replaced = rollouts.replaced(cp, before)
+    return _dist_documents(change)
 
 
 def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool, obs: observe.Observation,
