@@ -183,8 +183,8 @@ def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool,
                 raise SimulationError("addJob needs Argo CD, which this simulation did not start")
             report.actions.append(argocd.add_job(argo, *added[file]))
             changed = True
-        for job in step.finish_jobs:
-            report.actions.append(steps_mod.finish_job(cp, job))
+        for candidates in step.finish_jobs:
+            report.actions.append(steps_mod.finish_job(cp, candidates))
             changed = True
         if step.lose_node:
             node = steps_mod.lose_node(cp, step.lose_node, node_pool, step.lose_mode)

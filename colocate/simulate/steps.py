@@ -45,8 +45,9 @@ class Step:
     remove_job: str | None = None
     #: Job files added to git (paths relative to the scenario), synced before the replicas change.
     add_jobs: tuple[str, ...] = ()
-    #: Jobs whose training ends now: their pods exit 0.
-    finish_jobs: tuple[str, ...] = ()
+    #: Jobs whose training ends now: their pods exit 0. Each entry names one job, or several of
+    #: which the first that runs ends (Kueue's order among jobs created in one second is not fixed).
+    finish_jobs: tuple[tuple[str, ...], ...] = ()
     lose_mode: str = "outOfService"
     #: The runbook's step: nodes lost notReady in this run are tainted out of service.
     out_of_service: bool = False
@@ -116,7 +117,7 @@ def plan(scenario, docs, schedule, config_file: str = "colocate.yaml") -> list[S
         return [Step(s["name"], {**(peak if s.get("peak") else {k: normal[k] for k in peak} if s.get("peak") is False
                                     else {}), **(s.get("scale") or {})}, s.get("offline"), _lost_pool(s.get("loseNode")),
                      remove_job=s.get("removeJob"), add_jobs=tuple(filter(None, [s.get("addJob")])),
-                     finish_jobs=tuple(filter(None, [s.get("finishJob")])),
+                     finish_jobs=tuple(_candidates(j) for j in [s.get("finishJob")] if j),
                      lose_mode=(s.get("loseNode") or {}).get("mode", "outOfService") if isinstance(s.get("loseNode"), dict)
                      else "outOfService", out_of_service=bool(s.get("outOfService")))
                 for s in scenario.steps]
@@ -145,8 +146,13 @@ def plan(scenario, docs, schedule, config_file: str = "colocate.yaml") -> list[S
                         if (hour - 1) * 60 < at <= minute), None)
         steps.append(Step(f"{hour:02d}:00", scale, offline, None, tuple(actions),
                           add_jobs=tuple(e["addJob"] for e in events if e["hour"] == hour and "addJob" in e),
-                          finish_jobs=tuple(e["finishJob"] for e in events if e["hour"] == hour and "finishJob" in e)))
+                          finish_jobs=tuple(_candidates(e["finishJob"]) for e in events
+                                            if e["hour"] == hour and "finishJob" in e)))
     return steps
+
+
+def _candidates(finish: str | list[str]) -> tuple[str, ...]:
+    return (finish,) if isinstance(finish, str) else tuple(finish)
 
 
 def _lost_pool(lose: str | Mapping[str, Any] | None) -> str | None:
@@ -196,20 +202,30 @@ def stop_reporting(cp: ControlPlane, node: str, timeout: float = 240.0) -> str:
                           "training pods deleted")
 
 
-def finish_job(cp: ControlPlane, job: str) -> str:
-    """Training of TFJob ``job`` ends: each of its running pods exits 0, written as kwok writes a
-    completed pod (kwok/stages.yaml pod-complete). training-operator v1.7.0 then marks the TFJob
-    Succeeded (its Chief succeeded, pkg/controller.v1/tensorflow/tfjob_controller.go
-    UpdateJobStatus) and Kueue finishes its Workload and frees its quota. Returns what it did."""
-    found = [j for j in cp.items("/apis/kubeflow.org/v1/tfjobs") if j["metadata"]["name"] == job]
-    if not found:
-        raise SimulationError(f"finishJob: no TFJob {job}")
-    namespace = found[0]["metadata"]["namespace"]
-    selector = urllib.parse.quote(f"{JOB_NAME_LABEL}={job}")
-    pods = [p for p in cp.items(f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}")
-            if not p["metadata"].get("deletionTimestamp") and (p.get("status") or {}).get("phase") == "Running"]
-    if not pods:
-        raise SimulationError(f"finishJob: TFJob {namespace}/{job} has no running pod (is it admitted?)")
+def finish_job(cp: ControlPlane, candidates: tuple[str, ...]) -> str:
+    """Training of the first TFJob of ``candidates`` that has running pods ends: each of its running
+    pods exits 0, written as kwok writes a completed pod (kwok/stages.yaml pod-complete).
+    training-operator v1.7.0 then marks the TFJob Succeeded (its Chief succeeded,
+    pkg/controller.v1/tensorflow/tfjob_controller.go UpdateJobStatus) and Kueue finishes its
+    Workload and frees its quota. Returns what it did."""
+    tfjobs = {j["metadata"]["name"]: j for j in cp.items("/apis/kubeflow.org/v1/tfjobs")}
+    missing = [job for job in candidates if job not in tfjobs]
+    if missing:
+        raise SimulationError(f"finishJob: no TFJob {', '.join(missing)}")
+    for job in candidates:
+        namespace = tfjobs[job]["metadata"]["namespace"]
+        selector = urllib.parse.quote(f"{JOB_NAME_LABEL}={job}")
+        pods = [p for p in cp.items(f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}")
+                if not p["metadata"].get("deletionTimestamp") and (p.get("status") or {}).get("phase") == "Running"]
+        if pods:
+            _complete(cp, namespace, pods)
+            return f"job {job} finished: {len(pods)} pod(s) exited 0"
+    if len(candidates) == 1:
+        raise SimulationError(f"finishJob: TFJob {candidates[0]} has no running pod (is it admitted?)")
+    raise SimulationError(f"finishJob: none of the TFJobs {', '.join(candidates)} has a running pod (are they admitted?)")
+
+
+def _complete(cp: ControlPlane, namespace: str, pods: list) -> None:
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     for pod in pods:
         status = {"phase": "Succeeded", "conditions": [
@@ -220,7 +236,6 @@ def finish_job(cp: ControlPlane, job: str) -> str:
                                   for c in pod["spec"]["containers"]]}
         cp.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}/status", {"status": status},
                    content_type="application/strategic-merge-patch+json")
-    return f"job {job} finished: {len(pods)} pod(s) exited 0"
 
 
 def wait_event(cp: ControlPlane, reason: str, since: str, timeout: float) -> bool:
