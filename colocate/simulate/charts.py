@@ -26,10 +26,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
-
-if TYPE_CHECKING:   # queue_chart takes its colours from here
-    from colocate.simulate.queue_chart import QueueChart
+from typing import ClassVar, Protocol
 
 #: The resources a row may carry, in the order the charts draw them, and their units.
 RESOURCES = ("cpu", "memory", "gpu")
@@ -46,6 +43,28 @@ BAR_COLOURS = {"cpu": ("light blue", "#93c5fd"), "memory": ("light green", "#86e
 LABELS = {"cpu": "CPU", "memory": "memory", "gpu": "GPU"}
 
 DEFAULT_TITLE = "allocation by hour, % of allocatable"
+
+
+class Chart(Protocol):
+    """What both views draw: a PoolChart, or the queue's (queue_chart.QueueChart, which takes its
+    colours from here, so this module names no chart of its own beyond the pools')."""
+    hours: tuple[int, ...]
+    y_label: ClassVar[str]
+
+    @property
+    def y_max(self) -> int: ...
+
+    def series(self) -> list[tuple[str, str, tuple[float, ...]]]: ...
+
+    def legend(self) -> list[tuple[str, str, str]]: ...
+
+
+class TitledChart(Chart, Protocol):
+    """A chart drawn after the pools' (the queue's): it brings its own title, the line under its
+    Mermaid block, and its HTML caption."""
+    title: ClassVar[str]
+    about: ClassVar[str]
+    caption: ClassVar[str]
 
 
 @dataclass(frozen=True)
@@ -169,7 +188,7 @@ def _number(value: float) -> str:
     return str(value) if isinstance(value, int) else f"{value:.1f}"
 
 
-def _mermaid_chart(chart: PoolChart | QueueChart, title: str) -> str:
+def _mermaid_chart(chart: Chart, title: str) -> str:
     palette = ", ".join(hex_ for _, hex_, _ in chart.legend())
     # The init directive (not front matter) so GitHub's Mermaid applies the palette too.
     lines = ['%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "' + palette + '"}}}}%%',
@@ -181,17 +200,17 @@ def _mermaid_chart(chart: PoolChart | QueueChart, title: str) -> str:
     return "\n".join(lines)
 
 
-def _caption(chart: PoolChart | QueueChart) -> str:
+def _caption(chart: Chart) -> str:
     return "; ".join(f"{colour} {text}" for colour, _, text in chart.legend())
 
 
-def _mermaid_block(chart: PoolChart | QueueChart, title: str, about: str) -> str:
+def _mermaid_block(chart: Chart, title: str, about: str) -> str:
     """A ```mermaid block and a line under it saying which series is which (xychart-beta draws
     no legend)."""
     return f"```mermaid\n{_mermaid_chart(chart, title)}\n```\n\n*{about}, in order: {_caption(chart)}.*\n"
 
 
-def mermaid(rows: Sequence[PoolHour], title: str = DEFAULT_TITLE, queue: QueueChart | None = None) -> str:
+def mermaid(rows: Sequence[PoolHour], title: str = DEFAULT_TITLE, queue: TitledChart | None = None) -> str:
     """Markdown: per pool an xychart-beta block, x the hours, y % of allocatable; then the
     queue's, y jobs, when there is one."""
     out = [_mermaid_block(chart, f"{chart.pool}: {title}", f"Pool {_markdown_code(chart.pool)}, % of allocatable by hour")
@@ -222,7 +241,7 @@ th { background: #f3f4f6; }
 """
 
 
-def _svg(chart: PoolChart | QueueChart, index: int, name: str) -> str:
+def _svg(chart: Chart, index: int, name: str) -> str:
     """One chart as an inline <svg> labelled ``name``: matplotlib (imported here, not at module import), text
     as paths so no font is needed, fixed hash salt and no date, so the bytes repeat; every id is
     prefixed so several charts can share one page."""
@@ -277,7 +296,7 @@ def _table(title: str, header: list[str], rows: list[list[str]]) -> str:
 
 
 def html(rows: Sequence[PoolHour], title: str,
-         tables: Sequence[tuple[str, list[str], list[list[str]]]] = (), queue: QueueChart | None = None) -> str:
+         tables: Sequence[tuple[str, list[str], list[list[str]]]] = (), queue: TitledChart | None = None) -> str:
     """A whole HTML page, self-contained: the per-pool charts as inline SVG, the queue's when
     there is one, then each table (title, header, rows). No rows, no pool charts: a scenario of
     named steps has no hours to draw. Its Content-Security-Policy forbids loading anything, so a
