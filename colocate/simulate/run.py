@@ -52,11 +52,7 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
     with cp:
         log(f"simulate: control plane up at {cp.server} ({time.monotonic() - started:.1f} s)")
         components.start_kwok(cp)
-        node_pool = {}
-        for pool in pools:
-            for node in nodes.node_objects(pool, counts[pool.name]):
-                cp.request("POST", "/api/v1/nodes", node)
-                node_pool[node["metadata"]["name"]] = pool.name
+        node_pool = _add_nodes(cp, pools, counts)
         storage_classes = sorted({cfg.shared_storage_class, cfg.monitoring.storage_class})
         for storage_class in storage_classes:  # the cluster provides them (dist/ does not write them)
             components.install_storage_class(cp, storage_class)
@@ -67,18 +63,7 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
         argo = argocd.ArgoCD(cp, cfg, dist, rewrite=queue.rewrite if queue else None)
         argo.start()
         obs.rejected += [observe.Rejected("dist/bootstrap/", "root Application", e) for e in argo.apply_bootstrap()]
-
-        def tick(cp: ControlPlane) -> None:
-            _operators(cp)
-            if queue:
-                queue.start_when_served()
-                # Kueue's waitForPodsReady counts from admission, which comes during the sync: the
-                # operator that makes the pods runs by then, as its Deployment would on the cluster.
-                if queue.started and not operator_started() and _served(cp, "kubeflow.org/v1", "TFJob"):
-                    components.start_training_operator(cp)
-
-        def operator_started() -> bool:
-            return any(name == "training-operator" for name, _ in cp.processes)
+        tick = _ticker(queue)
         apps = argo.wait_synced({d["metadata"]["name"] for _, d in [*docs, *_bootstrap(dist)] if d["kind"] == "Application"},
                                 tick=tick)
         log(f"simulate: Argo CD synced {sum(a.sync == 'Synced' for a in apps)} of {len(apps)} Applications "
@@ -86,17 +71,7 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
         _sync_results(cp, apps, docs, obs)
         obs.admission_policies = _bound_policies(cp)
         obs.applications = apps
-        # The training-operator's CRDs are the ones Argo CD applied (training-operator-upstream);
-        # the operator itself runs as a process, once they are served.
-        if operator_started():
-            pass
-        elif _served(cp, "kubeflow.org/v1", "TFJob"):
-            components.start_training_operator(cp)
-        else:
-            obs.notes.append("the training-operator did not start: Argo CD did not install the TFJob CRD")
-        if queue and not queue.started and cfg.queue:
-            obs.notes.append(f"Kueue {cfg.kueue.version} did not start: Argo CD did not install every CRD of "
-                             f"the release (kueue.x-k8s.io: {len(kueue.crds())}, vendor/kueue/config/components/crd/bases)")
+        _start_training(cp, cfg, queue, obs)
         if resubmitting:
             components.start_resubmitter(cp, _training_namespaces(docs))
         obs.settled = _settle(cp, resubmitting)
@@ -106,20 +81,8 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
             docs = _sync_change(cp, argo, change, docs, obs, resubmitting, tick)
             log(f"simulate: the change synced onto the base, {sum(not a.ok for a in obs.change)} Application(s) "
                 f"failed ({time.monotonic() - started:.1f} s)")
-        since = ""
-        if scenario.scale_to_peak or scenario.scale:
-            since = cp.request("GET", "/api/v1/events?limit=1")["metadata"]["resourceVersion"]
-            _scale(cp, docs, scenario)
-            obs.settled = _settle(cp, resubmitting) and obs.settled
-            log(f"simulate: scenario {scenario.name} played ({time.monotonic() - started:.1f} s)")
-        if scenario.delete_drill:
-            kinds = sorted({(d["apiVersion"], d["kind"]) for _, d in docs if d["kind"] != "Application"}
-                           | {("v1", "Namespace"), ("v1", "PersistentVolumeClaim")})
-            for app in _drilled(scenario, apps, docs):
-                obs.drills[app] = argocd.drill(argo, app, kinds)
-                log(f"simulate: delete drill {app}: {len(obs.drills[app])} objects deleted, restored "
-                    f"({time.monotonic() - started:.1f} s)")
-            obs.settled = _settle(cp, resubmitting) and obs.settled
+        since = _scale_and_drill(cp, argo, scenario, docs, apps, obs, resubmitting,
+                                 lambda line: log(f"{line} ({time.monotonic() - started:.1f} s)"))
         if planned:
             _play(cp, cfg, planned, docs, node_pool, obs, resubmitting, log, started, argo, added)
         if inspect:
@@ -129,6 +92,67 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
             cp.failed = True
     obs.seconds = time.monotonic() - started
     return obs, (cp.workdir if cp.failed or keep_logs else None)
+
+
+def _add_nodes(cp: ControlPlane, pools, counts: Mapping[str, int]) -> dict[str, str]:
+    """kwok's nodes, shaped like the pools of dist/nodes/; node name -> pool name."""
+    node_pool = {}
+    for pool in pools:
+        for node in nodes.node_objects(pool, counts[pool.name]):
+            cp.request("POST", "/api/v1/nodes", node)
+            node_pool[node["metadata"]["name"]] = pool.name
+    return node_pool
+
+
+def _ticker(queue: kueue.Kueue | None) -> Callable[[ControlPlane], None]:
+    """What runs at each poll while Argo CD syncs."""
+    def tick(cp: ControlPlane) -> None:
+        _operators(cp)
+        if queue:
+            queue.start_when_served()
+            # Kueue's waitForPodsReady counts from admission, which comes during the sync: the
+            # operator that makes the pods runs by then, as its Deployment would on the cluster.
+            if queue.started and not _operator_started(cp) and _served(cp, "kubeflow.org/v1", "TFJob"):
+                components.start_training_operator(cp)
+    return tick
+
+
+def _operator_started(cp: ControlPlane) -> bool:
+    return any(name == "training-operator" for name, _ in cp.processes)
+
+
+def _start_training(cp: ControlPlane, cfg, queue: kueue.Kueue | None, obs: observe.Observation) -> None:
+    """After the first sync: the training-operator runs once the CRDs Argo CD applied
+    (training-operator-upstream) are served; a part that could not start is a note."""
+    if _operator_started(cp):
+        pass
+    elif _served(cp, "kubeflow.org/v1", "TFJob"):
+        components.start_training_operator(cp)
+    else:
+        obs.notes.append("the training-operator did not start: Argo CD did not install the TFJob CRD")
+    if queue and not queue.started and cfg.queue:
+        obs.notes.append(f"Kueue {cfg.kueue.version} did not start: Argo CD did not install every CRD of "
+                         f"the release (kueue.x-k8s.io: {len(kueue.crds())}, vendor/kueue/config/components/crd/bases)")
+
+
+def _scale_and_drill(cp: ControlPlane, argo: argocd.ArgoCD, scenario: Scenario, docs, apps, obs: observe.Observation,
+                     resubmitting: bool, log: Callable[[str], None]) -> str:
+    """A scenario's replicas and delete drills, each settled; the Events' resourceVersion from
+    which the observation counts (empty: from the start)."""
+    since = ""
+    if scenario.scale_to_peak or scenario.scale:
+        since = cp.request("GET", "/api/v1/events?limit=1")["metadata"]["resourceVersion"]
+        _scale(cp, docs, scenario)
+        obs.settled = _settle(cp, resubmitting) and obs.settled
+        log(f"simulate: scenario {scenario.name} played")
+    if scenario.delete_drill:
+        kinds = sorted({(d["apiVersion"], d["kind"]) for _, d in docs if d["kind"] != "Application"}
+                       | {("v1", "Namespace"), ("v1", "PersistentVolumeClaim")})
+        for app in _drilled(scenario, apps, docs):
+            obs.drills[app] = argocd.drill(argo, app, kinds)
+            log(f"simulate: delete drill {app}: {len(obs.drills[app])} objects deleted, restored")
+        obs.settled = _settle(cp, resubmitting) and obs.settled
+    return since
 
 
 def _sync_change(cp: ControlPlane, argo: argocd.ArgoCD, change: Path, docs, obs: observe.Observation,
@@ -172,20 +196,7 @@ def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool,
                 done = offline.run(jobs, namespace, step.offline)
                 report.actions.append(f"offline {step.offline}: {len(done)} TFJob(s) in {namespace}")
             changed = True
-        if step.remove_job:
-            if argo is None:
-                raise SimulationError("removeJob needs Argo CD, which this simulation did not start")
-            line, report.argocd_syncs_after_prune = argocd.remove_job(argo, step.remove_job)
-            report.actions.append(line)
-            changed = True
-        for file in step.add_jobs:
-            if argo is None:
-                raise SimulationError("addJob needs Argo CD, which this simulation did not start")
-            report.actions.append(argocd.add_job(argo, *added[file]))
-            changed = True
-        for candidates in step.finish_jobs:
-            report.actions.append(steps_mod.finish_job(cp, candidates))
-            changed = True
+        changed = _job_events(cp, argo, step, report, added) or changed
         if step.lose_node:
             node = steps_mod.lose_node(cp, step.lose_node, node_pool, step.lose_mode)
             if step.lose_mode == "notReady":
@@ -225,6 +236,22 @@ def _play(cp: ControlPlane, cfg, planned: list[steps_mod.Step], docs, node_pool,
             f"{report.training_running} running, {report.training_pending} pending, {report.training_suspended} "
             f"suspended; {report.preemptions} preempted, {report.resubmissions} resubmitted "
             f"({time.monotonic() - started:.1f} s)")
+
+
+def _job_events(cp: ControlPlane, argo: argocd.ArgoCD | None, step: steps_mod.Step, report: steps_mod.StepReport,
+                added: Mapping[str, tuple[str, Mapping[str, str]]] | None) -> bool:
+    """A step's jobs removed from git, added to it, and finished; whether there was any."""
+    if (step.remove_job or step.add_jobs) and argo is None:
+        raise SimulationError(f"{'removeJob' if step.remove_job else 'addJob'} needs Argo CD, which this simulation "
+                              "did not start")
+    if step.remove_job:
+        line, report.argocd_syncs_after_prune = argocd.remove_job(argo, step.remove_job)
+        report.actions.append(line)
+    for file in step.add_jobs:
+        report.actions.append(argocd.add_job(argo, *added[file]))
+    for candidates in step.finish_jobs:
+        report.actions.append(steps_mod.finish_job(cp, candidates))
+    return bool(step.remove_job or step.add_jobs or step.finish_jobs)
 
 
 def _added_jobs(scenario: Scenario, planned: list[steps_mod.Step], render_jobs: RenderJobs | None
