@@ -33,7 +33,7 @@ def dashboards(guard: LatencyGuard) -> list[md.Dashboard]:
 
 
 def _colocation_dashboard(guard: LatencyGuard) -> md.Dashboard:
-    c, ksm, ns = guard.config, guard.ksm, guard.ns
+    c, ksm = guard.config, guard.ksm
     node = re_("node", "$node")
     layout = _Layout()
     dashboard = (gd.Dashboard(c.dashboard_title).uid(dashboard_uid(c.dashboard_key)).tags(["colocate"])
@@ -45,6 +45,20 @@ def _colocation_dashboard(guard: LatencyGuard) -> md.Dashboard:
                  .with_variable(_query_variable("node", "Node", f"label_values({sel('kube_node_labels', ksm, re_(c.pool_label, '$pool'))}, node)",
                                                 multi=True)))
 
+    _node_rows(dashboard, layout, node)
+    _training_row(guard, dashboard, layout)
+    _share_row(guard, dashboard, layout)
+    _latency_rows(guard, dashboard, layout)
+    _utilisation_rows(guard, dashboard, layout, node)
+    board = dashboard.build()
+    # The SDK writes schemaVersion 36 (and has no builder for it), which Grafana 10.2 migrates
+    # on every load (37: legend.showLegend, 38: table cellOptions); the JSON is already in the 38 shape.
+    board.schema_version = GRAFANA_SCHEMA_VERSION
+    return board
+
+
+def _node_rows(dashboard: gd.Dashboard, layout: "_Layout", node: str) -> None:
+    """The selected nodes' requests beside their use, then their GPUs."""
     dashboard.with_row(layout.row("Nodes of pool $pool"))
     requests = records.NODE_REQUESTS
     per_node = _timeseries(layout, "Node $node: requested vs used (share of allocatable)", [
@@ -73,6 +87,10 @@ def _colocation_dashboard(guard: LatencyGuard) -> md.Dashboard:
         Query(sel(records.GPU_MEMORY_USED, node), "{{node}} gpu{{gpu}}")], unit="bytes",
         description="DCGM_FI_DEV_FB_USED (reported in MiB) per GPU."))
 
+
+def _training_row(guard: LatencyGuard, dashboard: gd.Dashboard, layout: "_Layout") -> None:
+    """Training's pods, TFJobs, queue, resubmissions and CPU."""
+    c, ksm, ns = guard.config, guard.ksm, guard.ns
     dashboard.with_row(layout.row("Training"))
     phases = sel("kube_pod_status_phase", ksm, ns)
     operator = (eq("job", c.training_operator_job), eq("framework", "tensorflow"),
@@ -112,6 +130,10 @@ def _colocation_dashboard(guard: LatencyGuard) -> md.Dashboard:
         Query(f"sum by (pod) (rate({tf_cpu}[$__rate_interval]))", "{{pod}}")],
         description="cAdvisor, filtered to the training container, in cores."))
 
+
+def _share_row(guard: LatencyGuard, dashboard: gd.Dashboard, layout: "_Layout") -> None:
+    """Each pool's requests by PriorityClass: how much of it online and offline hold."""
+    c = guard.config
     dashboard.with_row(layout.row("Offline vs online share of each pool"))
     for resource, title in (("cpu", "CPU"), ("memory", "Memory")):
         panel = _timeseries(layout, f"{title} requests by priority class (share of pool allocatable)", [
@@ -122,13 +144,6 @@ def _colocation_dashboard(guard: LatencyGuard) -> md.Dashboard:
             panel.override_by_regexp(f".* {re.escape(cls)}$", [md.DynamicConfigValue(
                 id_val="color", value={"mode": "fixed", "fixedColor": color})])
         dashboard.with_panel(panel)
-    _latency_rows(guard, dashboard, layout)
-    _utilisation_rows(guard, dashboard, layout, node)
-    board = dashboard.build()
-    # The SDK writes schemaVersion 36 (and has no builder for it), which Grafana 10.2 migrates
-    # on every load (37: legend.showLegend, 38: table cellOptions); the JSON is already in the 38 shape.
-    board.schema_version = GRAFANA_SCHEMA_VERSION
-    return board
 
 
 def _latency_rows(guard: LatencyGuard, dashboard: gd.Dashboard, layout: "_Layout") -> None:
