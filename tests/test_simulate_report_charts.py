@@ -132,3 +132,17 @@ def test_a_step_without_the_queue_s_figures_is_refused():
     with pytest.raises(ValueError, match="queue figures missing at step"):
         queue_chart(steps)
     assert queue_chart(_day(queue=False).steps) is None
+
+
+def test_names_and_messages_from_the_cluster_are_escaped_in_every_format():
+    # A TFJob name or an API server message comes from the change under review: it must not move
+    # the terminal's cursor, start a workflow command, or add HTML or a table cell to a comment.
+    hostile = "x\x1b[2J<img src=y>|z"
+    obs = Observation("night", steps=[StepReport("night", online_desired=2, online_placed=2, actions=[hostile])],
+                      hourly=False, notes=["::error::forged"])
+    text = formats.to_text(obs)
+    assert "\x1b" not in text and "\\x1b[2J" in text and "\n::error" not in text, text
+    markdown = formats.to_markdown(obs)
+    assert "\x1b" not in markdown and "<img" not in markdown and "&lt;img src=y&gt;\\|z" in markdown, markdown
+    assert "\n- ::error" not in markdown, markdown
+    assert "&lt;img" in formats.to_html(obs)

@@ -7,6 +7,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from colocate.base.text import escape
 from colocate.cli.common import EXIT_FINDINGS, EXIT_OK, default_dist
 from colocate.errors import ColocateError, InputError
 
@@ -63,7 +64,7 @@ def _run(args: argparse.Namespace, dist: Path, chosen, change: Path | None = Non
     # SIGTERM (CI cancelling a job) stops the simulation's processes as Ctrl-C does.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     obs, logs = simulation.simulate(dist, chosen, Path(args.config) if args.config else None, keep_logs=args.keep_logs,
-                             log=lambda line: print(line, file=sys.stderr, flush=True),
+                             log=lambda line: print(escape(line), file=sys.stderr, flush=True),
                              resubmitter=False if args.no_resubmitter else None,
                              render_jobs=lambda paths: _job_files(args.config, paths), change=change)
     # The report on stdout first: a file that cannot be written loses neither it nor the run.

@@ -7,6 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from colocate.model import quantity
+from colocate.base.text import code_span, escape_lines, markdown
 from colocate.model.names import BLOCKED_METRIC, GPU
 from colocate.simulate import charts, rollouts
 from colocate.simulate.charts import OFFLINE
@@ -187,7 +188,8 @@ def to_text(obs: Observation, logs: Path | None = None) -> str:
             out += ["", f"{title}:"] + [f"  {line}" for line in lines]
     if logs:
         out += ["", f"Component logs kept in {logs}"]
-    return "\n".join(out) + "\n"
+    # Names, Argo CD's and the API server's messages come from the change under review.
+    return "\n".join(escape_lines(out)) + "\n"
 
 
 def _rows(obs: Observation) -> list:
@@ -195,18 +197,19 @@ def _rows(obs: Observation) -> list:
 
 
 def to_markdown(obs: Observation, logs: Path | None = None) -> str:
-    out = [f"### colocate simulate: scenario `{obs.scenario}`", "", f"**{_verdict(obs)}** ({obs.seconds:.1f} s)"]
+    out = [f"### colocate simulate: scenario {code_span(obs.scenario)}", "",
+           f"**{markdown(_verdict(obs))}** ({obs.seconds:.1f} s)"]
     sections = _sections(obs)
     if obs.change is not None:  # above the scenario: what merging does comes first in a PR comment
         (title, lines), sections = sections[0], sections[1:]
-        out += ["", f"#### {title}", ""] + [f"- {line}" for line in lines]
+        out += ["", f"#### {title}", ""] + [f"- {markdown(line)}" for line in lines]
     if obs.hourly and obs.steps:
         out += ["", charts.mermaid(_rows(obs), queue=queue_chart(obs.steps)).rstrip()]
     for title, lines in sections:
         if lines:
-            out += ["", f"#### {title}", ""] + [f"- {line}" for line in lines]
+            out += ["", f"#### {title}", ""] + [f"- {markdown(line)}" for line in lines]
     if logs:
-        out += ["", f"Component logs kept in `{logs}`"]
+        out += ["", f"Component logs kept in {code_span(str(logs))}"]
     return "\n".join(out) + "\n"
 
 

@@ -3,6 +3,7 @@ the schedule's pause and resume, one unplanned spike, the resubmitter; the Markd
 charts rendered by mmdc in Chromium, the HTML page loaded in headless Chromium."""
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
@@ -32,7 +33,8 @@ def markdown(day_html):
 
 
 def _steps(text: str) -> dict[str, str]:
-    return {m[1]: m[2] for m in re.finditer(r"^- (\d\d:00): (.*)$", text, re.M)}
+    """Each hour's line, as the comment shows it (the Markdown escapes its HTML: ``->`` is ``-&gt;``)."""
+    return {m[1]: html.unescape(m[2]) for m in re.finditer(r"^- (\d\d:00): (.*)$", text, re.M)}
 
 
 def test_the_day_places_every_online_pod_every_hour_and_ends_with_every_tfjob_running(markdown):
