@@ -298,6 +298,12 @@ class KubePrometheusStack:
                 },
             },
         }
+        self._options(values)
+        return values
+
+    def _options(self, values: dict[str, Any]) -> None:
+        """What the props turn on beyond the base values."""
+        p = self.props
         if p.ksm_custom_resource_state:
             # kube-state-metrics chart 5.15: a ConfigMap passed as --custom-resource-state-config-file,
             # and rbac.extraRules appended to its ClusterRole (templates/crs-configmap.yaml, role.yaml).
@@ -328,4 +334,3 @@ class KubePrometheusStack:
             values["grafana"]["dashboards"] = {"community": {
                 d.name: {"gnetId": d.gnet_id, "revision": d.revision, "datasource": "Prometheus"}
                 for d in p.community_dashboards}}
-        return values
