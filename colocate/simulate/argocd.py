@@ -275,6 +275,9 @@ class AppChange:
     pruned: tuple[str, ...] = ()
     #: ("Kind/namespace/name", the message) of each resource the sync failed on.
     failed: tuple[tuple[str, str], ...] = ()
+    #: "Kind/namespace/name (hook type: phase)" of each hook the sync ran: Argo CD runs a hook
+    #: on every sync that reaches its phase, so a change that syncs an Application runs them again.
+    hooks: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -301,32 +304,38 @@ def sync_change(argo: "ArgoCD", change: Path, tick=None) -> list[AppChange]:
     files = {"/".join(x for x in (d["kind"], (d.get("metadata") or {}).get("namespace"), (d.get("metadata") or {}).get("name")) if x):
              f.relative_to(change).as_posix() for f in sorted(change.rglob("*.yaml"))
              for d in safe_yaml.load_all(f.read_text()) if isinstance(d, dict) and "kind" in d}
-    out = []
-    for app in argo.cp.items(f"/apis/argoproj.io/v1alpha1/namespaces/{argo.namespace}/applications"):
-        op = (app.get("status") or {}).get("operationState") or {}
-        result = op.get("syncResult") or {}
-        if result.get("revision") != head:
-            out.append(AppChange(app["metadata"]["name"], ""))
-            continue
-        kinds: dict[str, list] = {"created": [], "changed": [], "pruned": [], "failed": []}
-        for r in result.get("resources") or []:
-            obj = "/".join(x for x in (r.get("kind"), r.get("namespace"), r.get("name")) if x)
-            message = r.get("message") or ""
-            if r.get("status") == "SyncFailed" or r.get("hookPhase") == "Failed":
-                # kubectl names the temporary file Argo CD applied: name the change's own.
-                where = f"dist/{files[obj]}" if obj in files else None
-                kinds["failed"].append((f"{obj} ({where})" if where else obj,
-                                        re.sub(r'"/dev/shm/[0-9]+"', where or "the manifest", message)))
-            elif r.get("status") == "Pruned" or message == "pruned":
-                kinds["pruned"].append(obj)
-            elif message.endswith(" created"):
-                kinds["created"].append(obj)
-            elif message.endswith(" configured"):
-                kinds["changed"].append(obj)
-        out.append(AppChange(app["metadata"]["name"], op.get("phase", ""),
-                             op.get("message", "") if op.get("phase") != "Succeeded" else "",
-                             *(tuple(kinds[k]) for k in ("created", "changed", "pruned", "failed"))))
-    return sorted(out, key=lambda a: a.name)
+    apps = argo.cp.items(f"/apis/argoproj.io/v1alpha1/namespaces/{argo.namespace}/applications")
+    return sorted((app_change(app, head, files) for app in apps), key=lambda a: a.name)
+
+
+def app_change(app: dict, head: str, files: dict[str, str]) -> AppChange:
+    """What ``app``'s last sync operation did, if it synced commit ``head``: its resource results
+    (argo-cd v2.10.15 pkg/apis/application/v1alpha1/types.go ResourceResult), each failure named
+    by its file of the change (``files``: "Kind/namespace/name" -> dist/-relative path)."""
+    op = (app.get("status") or {}).get("operationState") or {}
+    result = op.get("syncResult") or {}
+    if result.get("revision") != head:
+        return AppChange(app["metadata"]["name"], "")
+    kinds: dict[str, list] = {"created": [], "changed": [], "pruned": [], "failed": [], "hooks": []}
+    for r in result.get("resources") or []:
+        obj = "/".join(x for x in (r.get("kind"), r.get("namespace"), r.get("name")) if x)
+        message = r.get("message") or ""
+        if r.get("status") == "SyncFailed" or r.get("hookPhase") == "Failed":
+            # kubectl names the temporary file Argo CD applied: name the change's own.
+            where = f"dist/{files[obj]}" if obj in files else None
+            kinds["failed"].append((f"{obj} ({where})" if where else obj,
+                                    re.sub(r'"/dev/shm/[0-9]+"', where or "the manifest", message)))
+        elif r.get("hookType"):   # a hook's status is always empty (ResourceResult.Status)
+            kinds["hooks"].append(f"{obj} ({r['hookType']}: {r.get('hookPhase') or 'not started'})")
+        elif r.get("status") == "Pruned" or message == "pruned":
+            kinds["pruned"].append(obj)
+        elif message.endswith(" created"):
+            kinds["created"].append(obj)
+        elif message.endswith(" configured"):
+            kinds["changed"].append(obj)
+    return AppChange(app["metadata"]["name"], op.get("phase", ""),
+                     op.get("message", "") if op.get("phase") != "Succeeded" else "",
+                     *(tuple(kinds[k]) for k in ("created", "changed", "pruned", "failed", "hooks")))
 
 
 #: Stateful kinds first: what a deletion loses for good.

@@ -94,7 +94,7 @@ def _sections(obs: Observation) -> list[tuple[str, list[str]]]:
 
 def _change_lines(obs: Observation) -> list[str]:
     """Per Application: failed first, with Argo CD's and the API server's words; then what each
-    sync created, changed and pruned; then how many the change left alone."""
+    sync created, changed and pruned, and the hooks it ran; then how many the change left alone."""
     if obs.change is None:
         return []
     out = []
@@ -104,7 +104,8 @@ def _change_lines(obs: Observation) -> list[str]:
                 [f"{obj}: {message}" for obj, message in a.failed] or [a.message]))
         elif a.phase:
             did = [f"{what} {', '.join(objs)}" for what, objs in
-                   (("created", a.created), ("changed", a.changed), ("pruned", a.pruned)) if objs]
+                   (("created", a.created), ("changed", a.changed), ("pruned", a.pruned), ("ran the hooks", a.hooks))
+                   if objs]
             out.append(f"{a.name}: synced: {'; '.join(did) or 'nothing applied'}")
     untouched = sum(not a.phase for a in obs.change)
     out.append(f"{untouched} of {len(obs.change)} Applications unchanged (no sync)")
