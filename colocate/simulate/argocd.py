@@ -278,16 +278,61 @@ class AppChange:
     #: "Kind/namespace/name (hook type: phase)" of each hook the sync ran: Argo CD runs a hook
     #: on every sync that reaches its phase, so a change that syncs an Application runs them again.
     hooks: tuple[str, ...] = ()
+    #: "Kind/namespace/name (Argo CD's words)" of each object the change removed that the sync
+    #: kept: Prune=false ("ignored (no prune)"), or pruning not enabled ("ignored (requires
+    #: pruning)"), gitops-engine pkg/sync/sync_context.go pruneObject at argo-cd v2.10.15's pin.
+    kept: tuple[str, ...] = ()
+    #: Objects that were live and that the sync applied server-side: kubectl says
+    #: "serverside-applied" whether or not anything changed (with ApplyOutOfSyncOnly, Argo CD
+    #: applies only what differs from git).
+    applied: tuple[str, ...] = ()
+    #: How many sync operations of the change's commit ran (self-heal starts another while what the
+    #: first pruned is still being deleted); each reruns the hooks.
+    syncs: int = 1
 
     @property
     def ok(self) -> bool:
         return not self.failed and self.phase in ("", "Succeeded")
 
 
-def sync_change(argo: "ArgoCD", change: Path, tick=None) -> list[AppChange]:
+class SyncLog:
+    """Every sync operation of the change's commit, read while each is its Application's last:
+    the next one (self-heal, a retry) replaces ``status.operationState``, so one read at the end
+    would miss what the first did. ``record`` is called on each poll."""
+
+    def __init__(self, argo: "ArgoCD", head: str, files: dict[str, str], held: set[str]) -> None:
+        self.argo, self.head, self.files, self.held = argo, head, files, held
+        self.names: set[str] = set()
+        self.ops: dict[tuple[str, str], AppChange] = {}   # (Application, startedAt) -> what it did
+
+    def record(self, _cp=None) -> None:
+        for app in self.argo.cp.items(f"/apis/argoproj.io/v1alpha1/namespaces/{self.argo.namespace}/applications"):
+            self.names.add(app["metadata"]["name"])
+            change = app_change(app, self.head, self.files, self.held)
+            if change.phase:
+                started = ((app.get("status") or {}).get("operationState") or {}).get("startedAt", "")
+                self.ops[(change.name, started)] = change
+
+    def changes(self) -> list[AppChange]:
+        """Per Application: what all its operations did, the last one's phase and failures."""
+        out = []
+        for name in sorted(self.names):
+            ops = [c for (app, _), c in sorted(self.ops.items()) if app == name]
+            if not ops:
+                out.append(AppChange(name, ""))
+                continue
+            last = ops[-1]
+            merged = {k: tuple(dict.fromkeys(x for c in ops for x in getattr(c, k)))
+                      for k in ("created", "changed", "pruned", "hooks", "kept", "applied")}
+            out.append(AppChange(name, last.phase, last.message, failed=last.failed, syncs=len(ops), **merged))
+        return out
+
+
+def sync_change(argo: "ArgoCD", change: Path, held: set[str], tick=None) -> SyncLog:
     """Commit ``change`` (a dist/ tree) over the running base as a merged pull request, ask every
     Application to refresh (what a git webhook does), wait until each has compared that commit
-    and finished any sync it started, and say per Application what its sync did. Argo CD syncs
+    and finished any sync it started; the log of its syncs, to record on until the cluster
+    settled. ``held``: the objects ("Kind/namespace/name") live before the sync. Argo CD syncs
     only what differs (automated sync, argo-cd v2.10.15 controller/appcontroller.go
     autoSync); the API server refuses what it will not change in place."""
     argo._copy_dist(change)
@@ -300,25 +345,41 @@ def sync_change(argo: "ArgoCD", change: Path, tick=None) -> list[AppChange]:
           f"every Application to compare the change's commit {head[:8]}")
     expected = {d["metadata"]["name"] for f in sorted(change.rglob("*.yaml")) for d in safe_yaml.load_all(f.read_text())
                 if isinstance(d, dict) and d.get("kind") == "Application"}
-    argo.wait_synced(expected, tick=tick)
     files = {"/".join(x for x in (d["kind"], (d.get("metadata") or {}).get("namespace"), (d.get("metadata") or {}).get("name")) if x):
              f.relative_to(change).as_posix() for f in sorted(change.rglob("*.yaml"))
              for d in safe_yaml.load_all(f.read_text()) if isinstance(d, dict) and "kind" in d}
-    apps = argo.cp.items(f"/apis/argoproj.io/v1alpha1/namespaces/{argo.namespace}/applications")
-    return sorted((app_change(app, head, files) for app in apps), key=lambda a: a.name)
+    log = SyncLog(argo, head, files, held)
+
+    def poll(cp: ControlPlane) -> None:
+        if tick:
+            tick(cp)
+        log.record()
+    argo.wait_synced(expected, tick=poll)
+    log.record()
+    return log
 
 
-def app_change(app: dict, head: str, files: dict[str, str]) -> AppChange:
+def app_change(app: dict, head: str, files: dict[str, str], held: set[str] = frozenset()) -> AppChange:
     """What ``app``'s last sync operation did, if it synced commit ``head``: its resource results
     (argo-cd v2.10.15 pkg/apis/application/v1alpha1/types.go ResourceResult), each failure named
-    by its file of the change (``files``: "Kind/namespace/name" -> dist/-relative path)."""
+    by its file of the change (``files``: "Kind/namespace/name" -> dist/-relative path). An
+    object applied server-side is created unless it is one of ``held``, the objects live before,
+    and then applied: kubectl says "serverside-applied" whether it created, changed or left it
+    (k8s.io/kubectl v0.26.11, argo-cd's pin, pkg/cmd/apply/apply.go), where a client-side apply
+    says "created", "configured" or "unchanged"."""
     op = (app.get("status") or {}).get("operationState") or {}
     result = op.get("syncResult") or {}
     if result.get("revision") != head:
         return AppChange(app["metadata"]["name"], "")
-    kinds: dict[str, list] = {"created": [], "changed": [], "pruned": [], "failed": [], "hooks": []}
+    kinds: dict[str, list] = {"created": [], "changed": [], "pruned": [], "failed": [], "hooks": [], "kept": [],
+                              "applied": []}
     for r in result.get("resources") or []:
         obj = "/".join(x for x in (r.get("kind"), r.get("namespace"), r.get("name")) if x)
+        # A cluster-scoped object's result carries the Application's destination namespace:
+        # named as dist/ or the cluster names it, without.
+        bare = f"{r.get('kind')}/{r.get('name')}"
+        if bare in held or bare in files:
+            obj = bare
         message = r.get("message") or ""
         if r.get("status") == "SyncFailed" or r.get("hookPhase") == "Failed":
             # kubectl names the temporary file Argo CD applied: name the change's own.
@@ -327,15 +388,19 @@ def app_change(app: dict, head: str, files: dict[str, str]) -> AppChange:
                                     re.sub(r'"/dev/shm/[0-9]+"', where or "the manifest", message)))
         elif r.get("hookType"):   # a hook's status is always empty (ResourceResult.Status)
             kinds["hooks"].append(f"{obj} ({r['hookType']}: {r.get('hookPhase') or 'not started'})")
+        elif r.get("status") == "PruneSkipped":
+            kinds["kept"].append(f"{obj} ({message})")
         elif r.get("status") == "Pruned" or message == "pruned":
             kinds["pruned"].append(obj)
+        elif message.endswith(" serverside-applied"):
+            kinds["applied" if obj in held else "created"].append(obj)
         elif message.endswith(" created"):
             kinds["created"].append(obj)
         elif message.endswith(" configured"):
             kinds["changed"].append(obj)
     return AppChange(app["metadata"]["name"], op.get("phase", ""),
                      op.get("message", "") if op.get("phase") != "Succeeded" else "",
-                     *(tuple(kinds[k]) for k in ("created", "changed", "pruned", "failed", "hooks")))
+                     *(tuple(kinds[k]) for k in ("created", "changed", "pruned", "failed", "hooks", "kept", "applied")))
 
 
 #: Stateful kinds first: what a deletion loses for good.
@@ -346,7 +411,7 @@ def drill(argo: "ArgoCD", app: str, kinds: list[tuple[str, str]]) -> list[str]:
     """Remove ``app``'s file from the repository as a pull request would, let the root Application
     prune it (its resources-finalizer deletes what it manages, in cascade), list every object of
     ``kinds`` (apiVersion, kind) that disappeared, then put the file back and wait for the resync."""
-    before = _objects(argo.cp, kinds)
+    before = objects(argo.cp, kinds)
     files = [f for f in (argo.repo / "dist").rglob("*.yaml") if f"\n  name: {app}\n" in f.read_text()
              and "kind: Application" in f.read_text() and "/bootstrap/" not in str(f)]
     if len(files) != 1:
@@ -357,7 +422,7 @@ def drill(argo: "ArgoCD", app: str, kinds: list[tuple[str, str]]) -> list[str]:
     argo.refresh_root()
     _wait(argo, lambda: app not in {a.name for a in argo.apps()}, f"Application {app} to be deleted")
     _wait(argo, lambda: not _terminating(argo.cp), "namespaces to finish terminating")
-    gone = sorted(before - _objects(argo.cp, kinds),
+    gone = sorted(before - objects(argo.cp, kinds),
                   key=lambda o: (o.split("/")[0] not in STATEFUL, STATEFUL.index(o.split("/")[0])
                                  if o.split("/")[0] in STATEFUL else 0, o))
     files[0].write_text(kept)
@@ -367,7 +432,8 @@ def drill(argo: "ArgoCD", app: str, kinds: list[tuple[str, str]]) -> list[str]:
     return gone
 
 
-def _objects(cp: ControlPlane, kinds: list[tuple[str, str]]) -> set[str]:
+def objects(cp: ControlPlane, kinds: list[tuple[str, str]]) -> set[str]:
+    """``Kind/namespace/name`` of every object of ``kinds`` (apiVersion, kind) the API server serves."""
     out = set()
     for api_version, kind in kinds:
         try:

@@ -94,7 +94,7 @@ def _sections(obs: Observation) -> list[tuple[str, list[str]]]:
 
 def _change_lines(obs: Observation) -> list[str]:
     """Per Application: failed first, with Argo CD's and the API server's words; then what each
-    sync created, changed and pruned, and the hooks it ran; then how many the change left alone."""
+    sync created, changed, pruned or kept, and the hooks it ran; then how many the change left alone."""
     if obs.change is None:
         return []
     out = []
@@ -104,14 +104,19 @@ def _change_lines(obs: Observation) -> list[str]:
                 [f"{obj}: {message}" for obj, message in a.failed] or [a.message]))
         elif a.phase:
             did = [f"{what} {', '.join(objs)}" for what, objs in
-                   (("created", a.created), ("changed", a.changed), ("pruned", a.pruned), ("ran the hooks", a.hooks))
+                   (("created", a.created), ("changed", a.changed),
+                    ("applied server-side (changed or as it was: kubectl does not say)", a.applied), ("pruned", a.pruned),
+                                    ("kept what it removed", a.kept), ("ran the hooks", a.hooks))
                    if objs]
-            out.append(f"{a.name}: synced: {'; '.join(did) or 'nothing applied'}")
+            times = f" {a.syncs} times" if a.syncs > 1 else ""
+            out.append(f"{a.name}: synced{times}: {'; '.join(did) or 'nothing applied'}")
     untouched = sum(not a.phase for a in obs.change)
     out.append(f"{untouched} of {len(obs.change)} Applications unchanged (no sync)")
     out += [f"rollout {line}" for line in rollouts.summary(obs.rollouts)]
     online = [p for p in obs.replaced if p.startswith("online ")]
     out.append(f"pods replaced: {len(obs.replaced)}, {len(online)} online" + (f" ({', '.join(obs.replaced)})" if obs.replaced else ""))
+    if obs.deleted_with:
+        out.append(f"deleted with what the sync pruned: {', '.join(obs.deleted_with)}")
     return out
 
 

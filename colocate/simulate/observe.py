@@ -106,6 +106,9 @@ class Observation:
     rollouts: list[Any] = field(default_factory=list)
     #: Pods the change's sync replaced or deleted, online first ("tier namespace/name").
     replaced: list[str] = field(default_factory=list)
+    #: Objects other than pods that went with the change's sync though it did not prune them: the
+    #: garbage collector's cascade from what it pruned (a TFJob's Services), a claim's volume.
+    deleted_with: list[str] = field(default_factory=list)
 
     @property
     def change_failed(self) -> list[Any]:

@@ -25,6 +25,9 @@ RenderJobs = Callable[[Sequence[Path]], Sequence[tuple[str, Mapping[str, str]]]]
 #: unschedulable pod after at most 10 s, kube-scheduler's default podMaxBackoffSeconds, but any
 #: cluster event moves it sooner).
 QUIET_SECONDS = 4.0
+#: Kinds dist/ need not write that a sync may delete with what it prunes (pods are the
+#: report's "pods replaced"): a workload's ReplicaSets, a TFJob's Services, a claim's volume.
+DEPENDENTS = (("apps/v1", "ReplicaSet"), ("v1", "Service"), ("v1", "PersistentVolumeClaim"), ("v1", "PersistentVolume"))
 SETTLE_TIMEOUT = 120.0
 
 
@@ -161,10 +164,17 @@ def _sync_change(cp: ControlPlane, argo: argocd.ArgoCD, change: Path, docs, obs:
     pods it replaced; the change's documents, which the scenario then plays on."""
     tiers = _tiers(docs)
     before = rollouts.pods(cp, lambda pod: observe.tier_of(pod, tiers))
-    obs.change = argocd.sync_change(argo, change, tick=tick)
-    obs.settled = _settle(cp, resubmitting) and obs.settled
+    kinds = sorted({(d["apiVersion"], d["kind"]) for _, d in docs if d["kind"] != "Application"} | set(DEPENDENTS))
+    held = argocd.objects(cp, kinds)
+    syncs = argocd.sync_change(argo, change, held, tick=tick)
+    obs.settled = _settle(cp, resubmitting, tick=syncs.record) and obs.settled
+    syncs.record()
+    obs.change = syncs.changes()
     obs.rollouts = rollouts.rollouts(cp, [w for a in obs.change for w in a.changed])
     obs.replaced = rollouts.replaced(cp, before)
+    # A hook Argo CD deletes once it succeeded (hook-delete-policy) is reported as a hook.
+    named = {x for a in obs.change for x in a.pruned} | {h.split(" (")[0] for a in obs.change for h in a.hooks}
+    obs.deleted_with = sorted(held - argocd.objects(cp, kinds) - named)
     return _dist_documents(change)
 
 
@@ -388,14 +398,17 @@ def _scale_to(cp: ControlPlane, wanted: dict[str, int], where: str) -> None:
             raise InputError(where, f"scale.{workload}", refusal(exc)) from None
 
 
-def _settle(cp: ControlPlane, resubmitting: bool = False) -> bool:
-    """Bind claims and wait until pods, claims and TFJobs stop changing; False on timeout."""
+def _settle(cp: ControlPlane, resubmitting: bool = False, tick: Callable[[ControlPlane], None] | None = None) -> bool:
+    """Bind claims and wait until pods, claims and TFJobs stop changing; False on timeout.
+    ``tick`` is called on each poll."""
     deadline = time.monotonic() + SETTLE_TIMEOUT
     last, quiet_since = None, time.monotonic()
     while time.monotonic() < deadline:
         cp.check_alive()
         components.provision(cp)
         stand_ins.reconcile_operators(cp)
+        if tick:
+            tick(cp)
         now = _fingerprint(cp, resubmitting)
         if now != last:
             last, quiet_since = now, time.monotonic()

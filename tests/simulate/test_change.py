@@ -112,3 +112,33 @@ def test_a_change_that_adds_a_job_creates_its_objects_and_leaves_the_rest(tmp_pa
     assert "training/mnist-2" in report["tfjobs"], report["tfjobs"]
     assert report["rollouts"] == [] and not [p for p in report["replaced"] if p.startswith("online ")], report["replaced"]
     assert code == 0, report["verdict"]
+
+
+def test_a_change_that_removes_a_job_says_what_went_with_it_and_which_hooks_ran_again(tmp_path):
+    """Pruned: the job's TFJob, not its claim; deleted with it by the garbage collector: the Services
+    the training-operator made for its replicas. A change to one object of kube-prometheus-stack
+    syncs that Application, which runs the chart's admission hook Jobs again."""
+    dist = _base(tmp_path)
+    for name in ("tfjob.training.tf-ps-mode.yaml", "persistentvolumeclaim.training.tf-ps-mode-checkpoints.yaml"):
+        (dist / "apps" / "training" / name).unlink()
+    _replace(dist / "apps" / "kube-prometheus-stack" / "configmap.monitoring.kube-prometheus-stack-grafana-datasource.yaml",
+             "    release: kube-prometheus-stack\n  name:", "    release: kube-prometheus-stack\n    team: ml\n  name:")
+    code, report = _simulate(dist, "--base", "HEAD")
+    synced = {a["name"]: a for a in report["change"] if a["phase"]}
+    training = synced["colocate-training"]
+    assert training["pruned"] == ["TFJob/training/tf-ps-mode"], training
+    # The checkpoints outlive the job: every object that holds data says Prune=false (docs/gitops.md).
+    assert training["kept"] == ["PersistentVolumeClaim/training/tf-ps-mode-checkpoints (ignored (no prune))"], training
+    services = [o for o in report["deleted_with"] if o.startswith("Service/training/tf-ps-mode-")]
+    assert len(services) == 5, report["deleted_with"]   # Chief, 2 PS, 2 Workers (dist/'s tf-ps-mode)
+    monitoring = synced["kube-prometheus-stack"]
+    # Server-side apply of what is out of sync (its syncOptions), the chart's CRDs among them:
+    # kubectl says "serverside-applied" whether or not an object changed.
+    assert "ConfigMap/monitoring/kube-prometheus-stack-grafana-datasource" in monitoring["applied"], monitoring
+    assert monitoring["created"] == monitoring["changed"] == [], monitoring
+    # The chart's hooks: the two Jobs, and the account and RBAC they run with, in both phases.
+    assert {"Job/monitoring/kube-prometheus-stack-admission-create (PreSync: Succeeded)",
+            "Job/monitoring/kube-prometheus-stack-admission-patch (PostSync: Succeeded)",
+            "ServiceAccount/monitoring/kube-prometheus-stack-admission (PreSync: Succeeded)"} <= set(monitoring["hooks"]), \
+        monitoring
+    assert code == 0, report["verdict"]
