@@ -1,6 +1,6 @@
-"""colocate.yaml's ``cluster:`` section (issue 42 item 1): the cluster's shape is the user's
-file, not Python. Bad input is exit 2 naming the file and the key and writes nothing; another
-cluster synthesizes and passes check."""
+"""colocate.yaml's ``cluster:`` section: the cluster's shape is the user's
+file, not Python in the package. Bad input is exit 2 naming the file and the key and writes
+nothing; another cluster synthesizes and passes check."""
 from __future__ import annotations
 
 from pathlib import Path
