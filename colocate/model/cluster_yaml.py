@@ -84,12 +84,11 @@ def _tier(data: Mapping) -> PriorityTier:
 
 
 def _service(file: str, where: str, data: Mapping, registry_host: str) -> OnlineServiceSpec:
-    path = data["image"]
-    if ImageRef.parse(path).registry or "/" not in path.partition("@")[0].rpartition(":")[0] or \
-            reference_error(f"{registry_host}/{path}"):
-        raise InputError(file, f"{where}.image", f"{path!r} is not <project>/<repository>:<tag> in the registry "
-                         f"mirror: write the path without a host, such as ml/recsys-inference:1.0.0; colocate pulls "
-                         f"it from registry.host ({registry_host})")
+    path, ref = data["image"], ImageRef.parse(data["image"])
+    if ref.registry or "/" not in ref.repository or not ref.pinned or reference_error(f"{registry_host}/{path}"):
+        raise InputError(file, f"{where}.image", f"{path!r} is not <project>/<repository>:<tag> (a tag other than "
+                         "latest, or @<digest>) in the registry mirror: write the path without a host, such as "
+                         f"ml/recsys-inference:1.0.0; colocate pulls it from registry.host ({registry_host})")
     slo = data.get("slo")
     spec = OnlineServiceSpec(
         name=data["name"], image=f"{registry_host}/{path}", cpu=str(data["cpu"]), memory=str(data["memory"]),
