@@ -46,7 +46,7 @@ def build(config: config_mod.Config | None = None, cluster: cluster_mod.Cluster 
     defaults to the working repository's jobs/; a folder named must exist (``jobs_required``,
     default: when one is named), the default one may be missing (no job)."""
     config = config or config_mod.load()
-    cluster = cluster or cluster_mod.reference(config)
+    cluster = cluster or config.cluster
     required = jobs_dir is not None if jobs_required is None else jobs_required
     jobs = jobs_mod.load(jobs_dir or repository() / "jobs", config, required=required)
     app = App()
@@ -137,7 +137,7 @@ def synth(outdir: Path = DIST, config_path: Path | None = None, jobs_dir: Path |
           jobs_required: bool | None = None, on_swap: Callable[[], None] | None = None,
           cluster: cluster_mod.Cluster | None = None) -> dict[str, str]:
     """Build, render and write dist/. Any error before the swap leaves ``outdir`` untouched.
-    ``cluster`` replaces the reference cluster (the benchmarks' larger mixed pool)."""
+    ``cluster`` replaces colocate.yaml's (the benchmarks' larger mixed pool)."""
     write.check_outdir(outdir)  # before the minutes of building, not after
     files = _render(config_path, jobs_dir, jobs_required, (outdir, DIST), cluster)
     _refuse_findings(files, outdir, config_path)

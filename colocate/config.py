@@ -1,4 +1,4 @@
-"""colocate.yaml: the per-environment settings, validated before anything is built."""
+"""colocate.yaml: the cluster and its per-environment settings, validated before anything is built."""
 from __future__ import annotations
 
 import difflib
@@ -12,6 +12,8 @@ from typing import Mapping
 
 from colocate.base.validated_yaml import load_yaml_file, refuse_control_characters, validate
 from colocate.errors import InputError
+from colocate.model import cluster_yaml
+from colocate.model.cluster import Cluster
 from colocate.model.scheduling import ImageRef
 from colocate.base.data_files import CONFIG_NAME, data_path, display, repository
 
@@ -117,6 +119,8 @@ class Config:
     shared_storage_class: str
     training_operator_version: str
     monitoring: Monitoring
+    #: The cluster's shape: colocate.yaml's ``cluster`` section (colocate/model/cluster_yaml.py).
+    cluster: Cluster
     #: Deploy the NVIDIA device plugin (rendered from its vendored chart); False where the GPU
     #: operator runs it.
     device_plugin: bool = False
@@ -337,6 +341,7 @@ def load(path: Path | None = None, schema_checked: bool = False) -> Config:
             storage_size=data["monitoring"]["storageSize"],
             storage_class=_monitoring_class(data, file),
         ),
+        cluster=cluster_yaml.load(data["cluster"], data["registry"]["host"], file),
         file=file,
     )
 

@@ -69,10 +69,10 @@ def job_demand(folder: Path) -> Resources:
 
 
 def cluster_for(config: config_mod.Config, jobs_dir: Path) -> cluster_mod.Cluster:
-    """The reference cluster with its mixed pool grown by the nodes the generated jobs take and its
+    """colocate.yaml's cluster with its mixed pool grown by the nodes the generated jobs take and its
     training quota by their checkpoint claims: the quota is that pool's allocatable, and synth
     refuses jobs past it (COL051), as a platform would grow both before adding a thousand jobs."""
-    reference = cluster_mod.reference(config)
+    reference = config.cluster
     mixed = reference.pool(reference.mixed_pool)
     need, node = job_demand(jobs_dir), mixed.allocatable
     extra = max(math.ceil(need.cpu_milli / node.cpu_milli), math.ceil(need.memory_bytes / node.memory_bytes),

@@ -27,7 +27,6 @@ from colocate.mixin.colocation import ColocationMixin
 from colocate.mixin.config import MixinConfig
 from colocate.mixin.routing import CHAT, HEARTBEAT, NULL, PAGER, SECRETS_DIR, ReceiverSecret
 from colocate.errors import InputError, PropError
-from colocate.model import cluster as cluster_mod
 from colocate.model.names import CRITICAL, INFO, SEVERITIES, WARNING
 from colocate.simulate.local_cluster import free_port
 from tests.helpers import chart_values, stop, wait_ready, yaml_load
@@ -132,14 +131,14 @@ def test_watchdog_beats_to_the_dead_mans_switch_whatever_its_severity(config_fil
 
 
 def test_without_a_heartbeat_key_the_watchdog_goes_nowhere():
-    config = ColocationMixin(MixinConfig.from_cluster(cluster_mod.reference(config_mod.load()))).alertmanager_config(
+    config = ColocationMixin(MixinConfig.from_cluster(config_mod.load().cluster)).alertmanager_config(
         ReceiverSecret("receivers", heartbeat_url_key=None))
     assert config["route"]["routes"][0]["receiver"] == NULL
     assert HEARTBEAT not in {r["name"] for r in config["receivers"]}
 
 
 def test_every_mixin_alert_reaches_the_receiver_of_its_severity(config_file):
-    mixin = ColocationMixin(MixinConfig.from_cluster(cluster_mod.reference(config_mod.load())))
+    mixin = ColocationMixin(MixinConfig.from_cluster(config_mod.load().cluster))
     expected = {CRITICAL: PAGER, WARNING: CHAT}
     assert mixin.alerts
     for alert in mixin.alerts:
@@ -172,7 +171,7 @@ def test_receiver_credentials_are_files_of_the_mounted_secret_never_values():
 
 
 def test_chat_without_a_token_sends_no_authorization():
-    mixin = ColocationMixin(MixinConfig.from_cluster(cluster_mod.reference(config_mod.load())))
+    mixin = ColocationMixin(MixinConfig.from_cluster(config_mod.load().cluster))
     config = mixin.alertmanager_config(ReceiverSecret("am", chat_token_key=None))
     chat = next(r for r in config["receivers"] if r["name"] == CHAT)["webhook_configs"][0]
     assert chat == {"url_file": f"{SECRETS_DIR}/am/chat-url", "send_resolved": True}
@@ -185,7 +184,7 @@ def test_chat_without_a_token_sends_no_authorization():
     (ReceiverSecret("am", chat_url_key="paging-url"), "chat_url_key"),
 ])
 def test_a_bad_receiver_secret_is_refused_naming_the_prop(secret, prop):
-    mixin = ColocationMixin(MixinConfig.from_cluster(cluster_mod.reference(config_mod.load())))
+    mixin = ColocationMixin(MixinConfig.from_cluster(config_mod.load().cluster))
     with pytest.raises(PropError) as err:
         mixin.alertmanager_config(secret)
     assert err.value.prop == prop

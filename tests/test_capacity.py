@@ -13,7 +13,6 @@ from colocate import ROOT, config as config_mod
 from colocate.model import quantity
 from colocate.review import usage as capacity
 from pathlib import Path
-from colocate.model.cluster import reference
 from tests.helpers import colocate, git, yaml_load
 
 DIST = ROOT / "dist"
@@ -58,7 +57,7 @@ def test_capacity_sums_match_the_requests_in_dist(tmp_path):
     ours = tmp_path / "dist"
     shutil.copytree(DIST, ours, ignore=lambda folder, names: [n for n in names if Path(folder) == DIST / "apps"
                                                               and n in rendered])
-    nodes = {p.name: p.nodes for p in reference(config_mod.load()).pools}
+    nodes = {p.name: p.nodes for p in config_mod.load().cluster.pools}
     want: dict[str, list[Decimal]] = defaultdict(lambda: [Decimal(0)] * 3)
     per_namespace: dict[str, list[Decimal]] = defaultdict(lambda: [Decimal(0)] * 3)
     claims: dict[str, int] = defaultdict(int)
@@ -121,7 +120,7 @@ def test_capacity_text_is_a_table_per_pool_and_resource():
     # platform: the resubmitter's pods (system-cluster-critical, on the monitoring pool)
     assert lines[0].split() == ["pool", "resource", "background", "offline", "online", "platform", "requested",
                                 "allocatable", "used"]
-    assert len(lines) == 1 + 3 * len(reference(config_mod.load()).pools)
+    assert len(lines) == 1 + 3 * len(config_mod.load().cluster.pools)
     mixed_gpu = next(row.split() for row in lines if row.startswith("mixed") and "nvidia.com/gpu" in row)
     # 4 recsys-train Workers + the tf-mnist-dist Chief and 3 Workers (all-reduce: one GPU each) of the 6x2 GPUs
     assert mixed_gpu[-3:] == ["8", "12", "67%"]

@@ -8,7 +8,6 @@ import promql_parser
 
 from tests.helpers import chart_values, yaml_load
 from colocate import config as config_mod
-from colocate.model import cluster as cluster_mod
 from colocate.mixin.colocation import ColocationMixin, dcgm_fields
 from colocate.mixin.config import PARSE_VALUES, MixinConfig, metric_names, sanitize_label
 from colocate.model.names import POOL_LABEL
@@ -38,7 +37,7 @@ def _colocation(rendered: dict[str, str]) -> dict:
 
 
 def _mixin() -> ColocationMixin:
-    return ColocationMixin(MixinConfig.from_cluster(cluster_mod.reference(config_mod.load())))
+    return ColocationMixin(MixinConfig.from_cluster(config_mod.load().cluster))
 
 
 def test_dashboard_configmaps_are_minified_sidecar_configmaps_applied_server_side(rendered):
@@ -124,7 +123,7 @@ def test_dcgm_fields_are_collected_from_the_parsed_queries():
     parsed = set()
     for expr in mixin.expressions():
         parsed |= {n for n in metric_names(expr) if n.startswith("DCGM_")}
-    assert dcgm_fields(cluster_mod.reference(config_mod.load())) == sorted(parsed)
+    assert dcgm_fields(config_mod.load().cluster) == sorted(parsed)
     assert {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"} <= set(parsed)
 
 
@@ -164,7 +163,7 @@ def test_the_dashboard_uid_does_not_change_with_its_title():
 
     from colocate.promql.grafana import dashboard_json
 
-    config = MixinConfig.from_cluster(cluster_mod.reference(config_mod.load()))
+    config = MixinConfig.from_cluster(config_mod.load().cluster)
     boards = [dashboard_json(ColocationMixin(c).dashboards[0]) for c in (config, replace(config, dashboard_title="Co-location"))]
     assert boards[0]["title"] != boards[1]["title"] and boards[0]["uid"] == boards[1]["uid"]
 

@@ -123,22 +123,16 @@ def test_synth_with_a_broken_config_leaves_dist_untouched(tmp_path):
     assert not filecmp.dircmp(DIST, out).diff_files and render.read_tree(out) == render.read_tree(DIST)
 
 
-def test_synth_that_raises_in_a_construct_leaves_dist_untouched(tmp_path, monkeypatch):
-    from colocate.model import cluster as cluster_mod
+def test_synth_that_raises_in_a_construct_leaves_dist_untouched(tmp_path):
+    from colocate import config as config_mod
     from colocate.errors import PropError
 
     out = tmp_path / "dist"
     shutil.copytree(DIST, out)
-    good = cluster_mod.reference
-
-    def broken(config):
-        c = good(config)
-        pools = tuple(p if p.name != "online" else type(p)(**{**p.__dict__, "nodes": 0}) for p in c.pools)
-        return type(c)(**{**c.__dict__, "pools": pools})
-
-    monkeypatch.setattr(cluster_mod, "reference", broken)
+    c = config_mod.load().cluster
+    pools = tuple(p if p.name != "online" else type(p)(**{**p.__dict__, "nodes": 0}) for p in c.pools)
     with pytest.raises(PropError, match="NodePool 'online': prop 'nodes'"):
-        app.synth(out)
+        app.synth(out, cluster=type(c)(**{**c.__dict__, "pools": pools}))
     assert render.read_tree(out) == render.read_tree(DIST)
     assert not list(tmp_path.glob("dist.tmp-*")), "staging folder left behind"
 

@@ -8,11 +8,10 @@ from colocate import ROOT, config as config_mod
 from colocate.base import layout
 from colocate.errors import InputError
 from colocate.model import pool_facts
-from colocate.model.cluster import reference
 from tests.helpers import colocate
 
 DIST = ROOT / "dist"
-POOLS = [pool.name for pool in reference(config_mod.load()).pools]
+POOLS = [pool.name for pool in config_mod.load().cluster.pools]
 
 
 @pytest.mark.parametrize("pool", POOLS)

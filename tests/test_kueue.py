@@ -13,7 +13,6 @@ from colocate import ROOT, app, config as config_mod
 from colocate.charts.kueue import KEPT_WEBHOOK_GROUPS, KEPT_WEBHOOK_RESOURCES
 from colocate.constructs.training_queue import FlavorProps, TrainingQueue, TrainingQueueProps
 from colocate.errors import PropError
-from colocate.model import cluster as cluster_mod
 from colocate.model.names import QUEUE_NAME_LABEL
 from tests.helpers import colocate, yaml_load
 
@@ -86,7 +85,7 @@ def test_the_cluster_queue_holds_what_the_mixed_pool_holds(rendered):
 
 def test_a_bigger_pool_is_a_bigger_quota():
     config = queued_config()
-    reference = cluster_mod.reference(config)
+    reference = config.cluster
     pools = tuple(dataclasses.replace(p, nodes=8) if p.name == "mixed" else p for p in reference.pools)
     built = app.build(config, dataclasses.replace(reference, pools=pools))
     files = app.render_files(built)

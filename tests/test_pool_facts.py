@@ -5,7 +5,6 @@ import yaml
 
 from colocate import ROOT, config as config_mod
 from colocate.model import pool_facts
-from colocate.model.cluster import reference
 from tests.helpers import colocate, yaml_load
 
 DIST = ROOT / "dist"
@@ -15,7 +14,7 @@ FAIL_40_CPUS = ROOT / "tests/policies/fixtures/COL050/fail.tfjob-40-cpus.yaml"
 def test_the_descriptions_in_dist_read_back_as_the_models_pools():
     docs = [(str(p), yaml_load(p.read_text())) for p in sorted(DIST.glob("nodes/*/nodepool.*.yaml"))]
     facts = {f.name: f for f in pool_facts.from_documents(docs)}
-    for pool in reference(config_mod.load()).pools:
+    for pool in config_mod.load().cluster.pools:
         got = facts[pool.name]
         assert (got.nodes, got.allocatable, dict(got.labels), got.taints, got.static_cpu) == (
             pool.nodes, pool.allocatable, pool_facts.node_labels(pool.node_labels), tuple(pool.taints), pool.static_cpu)

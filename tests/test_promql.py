@@ -11,7 +11,6 @@ import yaml
 from colocate import checker, config, promql
 from colocate.checker.context import make_context
 from colocate.checker.manifests import Doc
-from colocate.model.cluster import reference
 from tests.helpers import colocate, yaml_load
 
 FIXTURES = Path(__file__).parent / "policies" / "fixtures"
@@ -37,7 +36,7 @@ def _docs(*objs: dict) -> list[Doc]:
 
 def _index(*objs: dict) -> checker.Index:
     docs = _docs(*objs)
-    return checker.Index(docs, make_context(reference(config.load()), docs))
+    return checker.Index(docs, make_context(config.load().cluster, docs))
 
 
 def _findings(rule_id: str, *objs: dict) -> list[str]:

@@ -41,9 +41,9 @@ def history(tmp_path_factory) -> dict[str, str]:
         "name: tf-ps-mode", f"name: {NEW_JOB}"))
     (jobs / "tf-mnist-dist.yaml").write_text((jobs / "tf-mnist-dist.yaml").read_text().replace(
         "tf-mnist:2.11.0", "tf-mnist:2.12.0"))
-    cluster = repo / "colocate" / "model" / "cluster.py"
-    assert "training_claims: int = 100\n" in cluster.read_text()
-    cluster.write_text(cluster.read_text().replace("training_claims: int = 100\n", "training_claims: int = 120\n"))
+    config = repo / "colocate.yaml"
+    assert "  trainingClaims: 100 " in config.read_text()
+    config.write_text(config.read_text().replace("  trainingClaims: 100 ", "  trainingClaims: 120 "))
     revs["real"] = _synth_and_commit(repo, "add a job, raise the PVC quota, new image tag")
 
     # 2. Cosmetic only: keys in reverse order, 1000m for 1 and 2048Mi for 2Gi, by hand in dist/.

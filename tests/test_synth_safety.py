@@ -16,7 +16,6 @@ import pytest
 from colocate import ROOT, config as config_mod
 from colocate.synth import write as render
 from colocate.errors import InputError, PropError
-from colocate.model.cluster import reference
 from tests.helpers import colocate
 
 
@@ -180,7 +179,7 @@ def test_a_signal_at_any_moment_leaves_the_old_tree_or_the_new_one(tmp_path, sig
 
 
 def test_an_unknown_pool_name_is_a_one_line_prop_error():
-    cluster = reference(config_mod.load())
+    cluster = config_mod.load().cluster
     with pytest.raises(PropError) as err:
         dataclasses.replace(cluster, mixed_pool="mixd")
     assert err.value.prop == "mixed_pool" and "'mixd' is not a pool (pools: online, mixed, monitoring)" in str(err.value)
@@ -191,19 +190,12 @@ def test_an_unknown_pool_name_is_a_one_line_prop_error():
 
 
 def test_synth_with_an_unknown_pool_name_exits_2_with_one_line(tmp_path):
-    # The cluster is Python (colocate/model/cluster.py); a platform team's edit that names a
-    # pool that does not exist, run through the CLI's own entry point.
-    edit = textwrap.dedent("""
-        import dataclasses, sys
-        from colocate import cli
-        from colocate.model import cluster
-        reference = cluster.reference
-        cluster.reference = lambda config: dataclasses.replace(reference(config), monitoring_pool="monitor")
-        sys.exit(cli.main(sys.argv[1:]))
-    """)
-    proc = subprocess.run([sys.executable, "-c", edit, "synth", "--outdir", str(tmp_path / "out")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    # A platform team's colocate.yaml whose monitoring role names a pool that does not exist.
+    config = tmp_path / "colocate.yaml"
+    config.write_text((ROOT / "colocate.yaml").read_text().replace("monitoring: monitoring}", "monitoring: monitor}"))
+    proc = subprocess.run([sys.executable, "-m", "colocate.cli", "--config", str(config), "synth", "--outdir",
+                           str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.splitlines() == ["colocate: error: Cluster: prop 'monitoring_pool': 'monitor' is not a pool "
-                                        "(pools: online, mixed, monitoring)"]
+    assert proc.stderr.splitlines() == [f"colocate: error: {config}:$.cluster.poolRoles.monitoring: 'monitor' is not "
+                                        "a pool (pools: online, mixed, monitoring)"]
     assert not (tmp_path / "out").exists()

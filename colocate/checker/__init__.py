@@ -28,7 +28,6 @@ from colocate.checker.model import (
 from colocate.checker.reads import SKELETON, WHOLE, WORKLOAD_KINDS, Reads, reads, rule_reads, seen_as, skeleton, viewed_index
 from colocate.checker.rule_loader import LOCAL_CHECKS, judges_alone, load_rules
 from colocate.model import pool_facts
-from colocate.model.cluster import reference
 from colocate.rules.files import RULES_DIR
 
 if TYPE_CHECKING:  # annotations only: config is imported when first needed (rule_loader.config_module)
@@ -65,7 +64,7 @@ def judge_rendered(texts: dict[Path, str], config: config_mod.Config) -> list[Fi
     the pools it describes: synth refuses what its own check would refuse. kubeconform is not
     run here: the constructs emit schema-shaped objects, and ``check`` validates them after."""
     docs = manifests.load_texts({p: t for p, t in texts.items() if p.suffix == ".yaml"})
-    ctx = make_context(reference(config), docs, config.gitops.min_argocd_version, config.registry_host,
+    ctx = make_context(config.cluster, docs, config.gitops.min_argocd_version, config.registry_host,
                        config.registry_proxy_projects, config.shared_storage_class)
     ctx.pools, ctx.pools_source = pool_facts.from_documents([(d.file, d.obj) for d in docs
                                                               if d.kind == pool_facts.KIND]), "the synthesized tree"

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from colocate.checker import manifests
-from colocate.model.cluster import Cluster, reference
+from colocate.model.cluster import Cluster
 from colocate.model.names import TIER_LABEL
 from colocate.errors import InputError
 from colocate.base.data_files import repository
@@ -69,7 +69,7 @@ def checked_context(config: config_mod.Config, docs: list[Doc], cluster: Path | 
                      rules: tuple[Rule, ...],
                      described_at: Callable[[Path], list[tuple[str, Any]]] = described_pools) -> Context:
     """The context ``check`` judges the checked objects in, with or without the cache."""
-    ctx = make_context(reference(config), docs, config.gitops.min_argocd_version, config.registry_host,
+    ctx = make_context(config.cluster, docs, config.gitops.min_argocd_version, config.registry_host,
                    config.registry_proxy_projects, config.shared_storage_class)
     ctx.pools, ctx.pools_source = cluster_pools(docs, cluster, described_at)
     ctx.rules = tuple(rules)
@@ -84,7 +84,7 @@ def described_rules(config_path: Path | None = None) -> tuple[Rule, ...]:
     if config_path is None and not config_mod.default_path().is_file():
         return load_rules()
     config = config_mod.load(config_path) if config_path else config_mod.load()
-    ctx = make_context(reference(config), [], config.gitops.min_argocd_version, config.registry_host,
+    ctx = make_context(config.cluster, [], config.gitops.min_argocd_version, config.registry_host,
                    config.registry_proxy_projects)
     return tuple(rule.filled(ctx.values) for rule in load_rules())
 

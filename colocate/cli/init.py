@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     if shadowed:
         print(escape(f"colocate: warning: {folder} is inside the colocate repository {shadowed.parent}: every "
                      f"command run in {folder} or below now uses {target}, not {shadowed}"), file=sys.stderr)
-    print(escape(f"colocate: wrote {target}: the reference cluster's settings; edit them, add job files to jobs/, "
+    print(escape(f"colocate: wrote {target}: the reference cluster (its cluster: section) and its settings; edit them, add job files to jobs/, "
                  "then run `colocate synth`"), file=sys.stderr)
     return EXIT_OK
 

@@ -31,10 +31,9 @@ def add(command) -> None:
 def run(args: argparse.Namespace) -> int:
     from colocate import config as config_mod
     from colocate.incluster import offline
-    from colocate.model.cluster import reference
 
     config = config_mod.load(Path(args.config)) if args.config else config_mod.load()
-    cluster = reference(config)
+    cluster = config.cluster
     if not args.namespace and not args.cluster_queue:
         if config.queue:
             args.cluster_queue = cluster.training_queue

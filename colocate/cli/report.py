@@ -28,13 +28,12 @@ def run(args: argparse.Namespace) -> int:
     from colocate import config as config_mod
     from colocate.report import formats as report_formats, headline
     from colocate.mixin.config import MixinConfig
-    from colocate.model.cluster import reference
     from colocate.report.prometheus_api import Prometheus
 
     prom = Prometheus(args.prometheus)
     start, end = headline.window(args.until, args.since)
     night = headline.Night.parse(args.night, args.timezone)
-    mixin = MixinConfig.from_cluster(reference(config_mod.load(Path(args.config)) if args.config else config_mod.load()))
+    mixin = MixinConfig.from_cluster((config_mod.load(Path(args.config)) if args.config else config_mod.load()).cluster)
     result = headline.build(prom, mixin, start=start, end=end, step=headline.duration(args.step, "--step"), night=night)
     sys.stdout.write(report_formats.FORMATS[args.format](result))
     return EXIT_OK

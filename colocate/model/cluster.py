@@ -1,25 +1,17 @@
-"""The cluster's shape: node pools, priority tiers, namespaces, the example online service.
+"""The cluster's shape: node pools, priority tiers, namespaces, online services.
 
-``reference()`` is the reference cluster of the README (the numbers of the team we build for). A platform team
-changes the cluster here, in Python; per-environment values come from colocate.yaml.
+colocate.yaml's ``cluster:`` section says it (cluster_yaml.load builds a Cluster from it); the
+repository's colocate.yaml, which ``colocate init`` writes, holds the reference cluster. A cdk8s
+app of one's own may build a Cluster in Python instead.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 from colocate.errors import PropError
-from colocate.model.pools import KubeletReservations, NodePoolProps, Taint
+from colocate.model.pools import NodePoolProps, Taint
 from colocate.model.slo import LatencySlo
 from colocate.model.tiers import PriorityTier
-
-
-class Settings(Protocol):
-    """What the reference cluster takes from colocate.yaml (colocate.config.Config has it): the
-    model sits below the configuration and does not import it."""
-
-    @property
-    def registry_host(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -124,60 +116,3 @@ class Cluster:
             if tier.role == role:
                 return tier
         raise PropError("Cluster", "tiers", f"no tier has role {role!r}")
-
-
-def reference(config: Settings) -> Cluster:
-    """The reference cluster: 4 online, 6 mixed and 2 monitoring nodes on Kubernetes 1.28."""
-    pools = (
-        NodePoolProps(
-            name="online", nodes=4, cpu="16", memory="64Gi", gpus=1,
-            labels={"role": "online"}, taints=(Taint("online", "true", "NoSchedule"),),
-            # The reference gives only "static CPU manager"; static needs reserved CPU, so the
-            # online pool keeps one core for the kubelet and the OS.
-            kubelet=KubeletReservations(system_reserved={"cpu": "500m", "memory": "2Gi"},
-                                        kube_reserved={"cpu": "500m", "memory": "1Gi"},
-                                        cpu_manager_policy="static"),
-        ),
-        NodePoolProps(
-            name="mixed", nodes=6, cpu="32", memory="128Gi", gpus=2,
-            labels={"role": "mixed"},
-            kubelet=KubeletReservations(system_reserved={"cpu": "500m", "memory": "4Gi"},
-                                        cpu_manager_policy="static"),
-        ),
-        NodePoolProps(
-            name="monitoring", nodes=2, cpu="8", memory="32Gi",
-            labels={"role": "monitoring"}, taints=(Taint("monitoring", "true", "NoSchedule"),),
-            kubelet=KubeletReservations(system_reserved={"cpu": "250m", "memory": "1Gi"}),
-        ),
-    )
-    tiers = (
-        PriorityTier("online-high", 1_000_000, "online",
-                     "Online inference: preempts offline training when capacity runs short."),
-        # Never: training waits for room instead of evicting the add-ons that run without a
-        # class on the untainted mixed pool (docs/tiers.md, "Should offline-batch preempt?"; COL012).
-        PriorityTier("offline-batch", 100_000, "offline",
-                     "Offline training: runs in idle capacity, never preempts, and is preempted first.",
-                     preemption_policy="Never"),
-        PriorityTier("prepull-idle", 1_000, "background",
-                     "Training-image pre-pull: yields to everything, never preempts.",
-                     preemption_policy="Never"),
-    )
-    return Cluster(
-        pools=pools,
-        tiers=tiers,
-        online_pool="online",
-        mixed_pool="mixed",
-        monitoring_pool="monitoring",
-        online_namespace="online",
-        training_namespace="training",
-        monitoring_namespace="monitoring",
-        kubeflow_namespace="kubeflow",
-        prometheus_release="kube-prometheus-stack",
-        online_service_pools=("online", "mixed"),
-        online_services=(
-            OnlineServiceSpec(name="recsys-inference", image=f"{config.registry_host}/ml/recsys-inference:1.0.0",
-                              cpu="4", memory="8Gi", gpus=1, port=8080, replicas=2, peak_replicas=12,
-                              # Reference figure: P99 2.1 ms alone, 2.3 ms co-located with pinning.
-                              slo=LatencySlo(metric="http_request_duration_seconds", objective_seconds=0.005)),
-        ),
-    )

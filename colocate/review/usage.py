@@ -46,9 +46,8 @@ PoolSource = Callable[[], Sequence[PoolFacts]]
 def reference_pools(config_path: Path | None = None) -> tuple[PoolFacts, ...]:
     """The configured cluster's pools, as synth describes them in dist/nodes/."""
     from colocate import config as config_mod
-    from colocate.model.cluster import reference
 
-    pools = reference(config_mod.load(config_path) if config_path else config_mod.load()).pools
+    pools = (config_mod.load(config_path) if config_path else config_mod.load()).cluster.pools
     return from_documents([(f"the configured pool {p.name}", describe(p)) for p in pools])
 
 
@@ -75,9 +74,8 @@ def reference_tiers(config_path: Path | None = None) -> tuple[PriorityTier, ...]
     """The priority tiers of the current source's cluster: the source of truth for which
     PriorityClass serves which tier."""
     from colocate import config as config_mod
-    from colocate.model.cluster import reference
 
-    return reference(config_mod.load(config_path) if config_path else config_mod.load()).tiers
+    return (config_mod.load(config_path) if config_path else config_mod.load()).cluster.tiers
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,12 @@ from colocate.constructs.node_pool import NodePool
 from colocate.constructs.training_control import (QUEUE_SCHEDULE_RULES, ControlPod, OfflineSchedule, OfflineScheduleProps, Resubmitter,
                                                    ResubmitterProps, RESUBMITTER_RULES, SCHEDULE_RULES)
 from colocate.errors import InputError, PropError
-from colocate.model.cluster import reference
 from colocate.model.names import (BLOCKED_METRIC, BUILTIN_PRIORITY_CLASSES, GIVEN_UP_METRIC, RESUBMISSIONS_METRIC, RESUBMITTER,
                                   SCRAPED_METRICS_ANNOTATION, SYNC_WAVE)
 from tests.helpers import colocate, yaml_load
 
 CONFIG = config_mod.load()
-CLUSTER = reference(CONFIG)
+CLUSTER = CONFIG.cluster
 FOLDER = "apps/training-control/"
 
 
