@@ -46,6 +46,9 @@ class Rule:
     kinds: tuple[str, ...] = ()
     schema: dict | None = None
     check: str | None = None
+    #: "object": the findings on an object depend on that object and the context alone (every
+    #: schema rule; a Python check says so); "tree": the check reads other objects too.
+    judges: str = "object"
     #: CEL the generated ValidatingAdmissionPolicy runs (colocate/rules/admission.py); None: check only.
     admission: dict | None = None
     #: False: no ``colocate.io/ignore`` entry silences it (it keeps one of the platform's promises).
