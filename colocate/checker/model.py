@@ -86,11 +86,14 @@ class Context:
 
 @dataclass
 class Index:
-    """Every checked object, with lookups the cross-object rules share. Each lookup is built
-    once, on first use, in one pass over the objects, so that no rule scans them per object."""
+    """The objects a rule is run over, with lookups the rules share. Each lookup is built once,
+    on first use, in one pass over the objects, so that no rule scans them per object."""
 
     docs: list[Doc]
     ctx: Context
+    #: What these objects are (checker.reads.Reads), when a check's declaration chose them.
+    #: None: every object.
+    declared: Any = None
     _by_kind: dict[str, list[Doc]] | None = field(default=None, init=False, repr=False)
     _pods: list[PodSpec] | None = field(default=None, init=False, repr=False)
     _shared: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
@@ -107,7 +110,7 @@ class Index:
 
     def pods(self, scope: str = "all") -> Iterator[PodSpec]:
         if self._pods is None:
-            self._pods = [pod for doc in self.docs for pod in manifests.pod_specs(doc)]
+            self._pods = [pod for doc in self.docs for pod in _pod_specs(doc)]
         for pod in self._pods:
             if scope == "all" or self.ctx.scope_of(pod) == scope:
                 yield pod
@@ -118,6 +121,14 @@ class Index:
         if key not in self._shared:
             self._shared[key] = compute()
         return self._shared[key]
+
+
+def _pod_specs(doc: Doc) -> list[PodSpec]:
+    """manifests.pod_specs, once per object: several checks' indexes hold the same workloads."""
+    made = doc.__dict__.get("_pod_specs")
+    if made is None:
+        made = doc.__dict__["_pod_specs"] = list(manifests.pod_specs(doc))
+    return made
 
 
 #: (phase or rule id, seconds) in the order they ran, for ``check --timings``.

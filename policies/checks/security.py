@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from colocate.checker import Index, Rule, Violation, reads
+from colocate.checker import Index, Rule, Violation
 from colocate.checker.manifests import PodSpec
 from colocate.model import pods
 from colocate.model.names import kps_fullname
@@ -188,7 +188,6 @@ def _restricted(pod: PodSpec) -> Iterator[tuple[str, str]]:
             yield f"{path}.securityContext.capabilities.add", f"capabilities {', '.join(extra)}"
 
 
-@reads("Namespace", pods=True)
 def pod_security(index: Index, rule: Rule) -> Iterator[Violation]:
     """Pods the enforce level of their namespace (a Namespace among the checked objects) refuses."""
     levels = {}
@@ -245,7 +244,7 @@ def upstream_roles(index: Index) -> dict[str, str]:
 def rbac_wildcards(index: Index, rule: Rule) -> Iterator[Violation]:
     allowed = upstream_roles(index)
     for doc in index.api_objects():
-        if doc.kind not in ("ClusterRole", "Role") or doc.group != "rbac.authorization.k8s.io":
+        if doc.group != "rbac.authorization.k8s.io":
             continue
         if doc.kind == "ClusterRole" and doc.name in allowed:
             continue
