@@ -5,9 +5,9 @@ import re
 import time
 from typing import Any, Iterable, Iterator
 
-from colocate.errors import ColocateError
+from colocate.errors import ColocateError, InputError
 from colocate.checker.manifests import Doc
-from colocate.checker.model import Context, Finding, Index, Rule, Timings, Violation
+from colocate.checker.model import Context, Finding, Index, Rule, Timings, UndeclaredKind, Violation
 from colocate.rules.files import fill as _fill
 from colocate.checker.reads import EVERYTHING, rule_reads, viewed_index
 from colocate.checker.rule_loader import check_function
@@ -56,7 +56,7 @@ def _raised(rule: Rule, docs: list[Doc], index: Index, values: dict[str, str]) -
     """What the rule raises on ``docs`` (None when it judges them)."""
     try:
         _judge(rule, Index(docs, index.ctx, index.declared), values)
-    except ColocateError:
+    except (ColocateError, UndeclaredKind):
         raise
     except Exception as exc:
         return exc
@@ -119,6 +119,22 @@ def _unjudged(rule: Rule, index: Index, values: dict[str, str], exc: Exception) 
     return found
 
 
+def _judged(rule: Rule, scope: Index, values: dict[str, str]) -> list[Finding]:
+    """The rule's findings; where it raises on an object's shape, that object is named (_unjudged)."""
+    try:
+        return _judge(rule, scope, values)
+    except (ColocateError, UndeclaredKind):
+        raise
+    except Exception as exc:
+        return _unjudged(rule, scope, values, exc)
+
+
+def _undeclared(rule: Rule, kind: str) -> InputError:
+    """A check that asks for a kind its file does not name would judge none of it, silently."""
+    return InputError(rule.file or rule.id, "$.kinds", f"check {rule.check} reads {kind} objects, which the rule "
+                      f"file does not name: add {kind} to kinds (the engine hands a check only what its file names)")
+
+
 def evaluate(rules: Iterable[Rule], index: Index, timings: Timings | None = None,
              viewed: dict[int, Index] | None = None) -> list[Finding]:
     findings = []
@@ -136,11 +152,9 @@ def evaluate(rules: Iterable[Rule], index: Index, timings: Timings | None = None
                     viewed_index(declared, index.docs, index.ctx)
             scope = viewed[id(declared)]
         try:
-            findings.extend(_judge(rule, scope, values))
-        except ColocateError:
-            raise
-        except Exception as exc:
-            findings.extend(_unjudged(rule, scope, values, exc))
+            findings.extend(_judged(rule, scope, values))
+        except UndeclaredKind as exc:
+            raise _undeclared(rule, exc.kind) from None
         if timings is not None:
             timings.append((rule.id, time.perf_counter() - start))
     return findings

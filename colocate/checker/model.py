@@ -84,6 +84,15 @@ class Context:
         return "online" if ns in self.online_namespaces else "offline" if ns in self.offline_namespaces else "other"
 
 
+class UndeclaredKind(Exception):
+    """A check asked for a kind its rule file does not name (the engine turns it into bad input
+    naming the rule file): it was handed none of them, so it would silently judge nothing."""
+
+    def __init__(self, kind: str):
+        super().__init__(kind)
+        self.kind = kind
+
+
 @dataclass
 class Index:
     """The objects a rule is run over, with lookups the rules share. Each lookup is built once,
@@ -91,8 +100,8 @@ class Index:
 
     docs: list[Doc]
     ctx: Context
-    #: What these objects are (checker.reads.Reads), when a check's declaration chose them.
-    #: None: every object.
+    #: What these objects are (checker.reads.Reads), when a check's declaration chose them:
+    #: ``of_kind`` refuses a kind it does not name. None: every object.
     declared: Any = None
     _by_kind: dict[str, list[Doc]] | None = field(default=None, init=False, repr=False)
     _pods: list[PodSpec] | None = field(default=None, init=False, repr=False)
@@ -102,6 +111,8 @@ class Index:
         return (d for d in self.docs if d.is_api_object)
 
     def of_kind(self, kind: str) -> list[Doc]:
+        if self.declared is not None and not self.declared.names(kind):
+            raise UndeclaredKind(kind)
         if self._by_kind is None:
             self._by_kind = {}
             for doc in self.docs:

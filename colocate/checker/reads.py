@@ -56,6 +56,13 @@ class Reads:
             return WHOLE  # a shape the declaration cannot read: the rule reads it, and says so
         return None
 
+    def names(self, kind: str) -> bool:
+        """Whether the check may ask for every object of ``kind`` (Index.of_kind): its file names
+        the kind, or every object of every kind is there in some view. Callables may hand it some
+        objects of a kind (dashboard ConfigMaps), which it then reads as they are."""
+        return kind in self.kinds or (self.pods and kind in WORKLOAD_KINDS) or self.skeleton is True \
+            or self.whole is not None or self.project is not None
+
 
 def reads(*, whole: Callable[[Doc], bool] | None = None,
           project: Callable[[Doc, Context], dict | None] | None = None) -> Callable[[Callable], Callable]:

@@ -1,7 +1,7 @@
 """Each Python check is handed what its rule file declares (target, kinds, skeletons, and its
 @reads callables: checker.Reads) and is run over just that, with or without the verdict cache. A
-declaration that leaves out something the check needs changes its findings: here every check
-judges dist/ and every rule's fixtures both ways."""
+declaration that leaves out something the check needs changes its findings (or, for a kind it asks
+for by name, is refused): here every check judges dist/ and every rule's fixtures both ways."""
 from __future__ import annotations
 
 import functools
@@ -43,7 +43,8 @@ def _loaded() -> list[tuple[str, list, object]]:
 def _lossless(declared, docs: list, ctx) -> checker.Index:
     """What the check would see if its view lost nothing: every object whole where the view
     reduces some (skeletons, projections, objects a predicate picks); else every object of the
-    kinds it is handed, whole: there the kinds are its targeting, and the view is lossless."""
+    kinds it is handed, whole, which the kinds name as targeting (a kind it asks for and is not
+    handed is refused: tests/policies/test_undeclared_read.py)."""
     if declared.whole is not None or declared.project is not None or declared.skeleton:
         return checker.Index(docs, ctx)
     return checker.Index([d for d in docs if declared.by_kind(d.kind, False) == checker.WHOLE], ctx)
