@@ -56,6 +56,8 @@ class Rule:
     admission: dict | None = None
     #: False: no ``colocate.io/ignore`` entry silences it (it keeps one of the platform's promises).
     suppressible: bool = True
+    #: Values its Python check reads (an allow-list: ``allowed``), kept in the rule file, not in code.
+    params: dict | None = None
     #: The rule file it was read from, for errors about the rule itself ("": not from a file).
     file: str = ""
 
