@@ -26,7 +26,7 @@ from colocate.checker.model import (
     Violation,
 )
 from colocate.checker.reads import SKELETON, WHOLE, WORKLOAD_KINDS, Reads, reads, rule_reads, seen_as, skeleton, viewed_index
-from colocate.checker.rule_loader import LOCAL_CHECKS, judges_alone, load_rules
+from colocate.checker.rule_loader import judges_alone, load_rules
 from colocate.model import pool_facts
 from colocate.rules.files import RULES_DIR
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # annotations only: config is imported when first needed (rul
     from colocate import config as config_mod
 
 __all__ = [
-    "INPUT_RULE", "INPUT_RULE_ID", "LOCAL_CHECKS", "RULES_DIR", "SCHEMA_RULE", "SCHEMA_RULE_ID", "SKELETON",
+    "INPUT_RULE", "INPUT_RULE_ID", "RULES_DIR", "SCHEMA_RULE", "SCHEMA_RULE_ID", "SKELETON",
     "SUPPRESSION_RULE_ID", "WHOLE", "WORKLOAD_KINDS", "CheckResult", "Context", "Finding", "Index", "Reads", "Rule",
     "Timings", "Violation", "check", "cluster_pools", "described_rules", "evaluate", "judge_rendered", "judges_alone",
     "load_rules", "reads", "rule_reads", "seen_as", "skeleton", "suppressions", "viewed_index",

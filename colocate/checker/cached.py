@@ -281,7 +281,7 @@ def kept_rules(store: Any, env: str) -> tuple[Rule, ...]:
         try:
             rules = tuple(Rule(**{**data, "kinds": tuple(data["kinds"])}) for data in value)
             if all(isinstance(getattr(r, f), str) for r in rules for f in
-                   ("id", "name", "severity", "category", "target", "rationale", "message", "fix", "scope")) \
+                   ("id", "name", "severity", "category", "target", "rationale", "message", "fix", "scope", "judges")) \
                     and all(isinstance(r.schema, dict) != isinstance(r.check, str) for r in rules) \
                     and all(isinstance(r.suppressible, bool) for r in rules):
                 return rules

@@ -5,12 +5,12 @@ import re
 import time
 from typing import Any, Iterable, Iterator
 
-from colocate.errors import ColocateError
+from colocate.errors import ColocateError, InputError
 from colocate.checker.manifests import Doc
-from colocate.checker.model import Context, Finding, Index, Rule, Timings, Violation
+from colocate.checker.model import Context, Finding, Index, Rule, Timings, UndeclaredKind, Violation
 from colocate.rules.files import fill as _fill
-from colocate.checker.reads import rule_reads, viewed_index
-from colocate.checker.rule_loader import check_function, judges_alone
+from colocate.checker.reads import EVERYTHING, rule_reads, viewed_index
+from colocate.checker.rule_loader import check_function
 
 
 #: The rule that reports a suppression without a reason; it cannot itself be suppressed.
@@ -55,8 +55,8 @@ def _judge(rule: Rule, index: Index, values: dict[str, str]) -> list[Finding]:
 def _raised(rule: Rule, docs: list[Doc], index: Index, values: dict[str, str]) -> Exception | None:
     """What the rule raises on ``docs`` (None when it judges them)."""
     try:
-        _judge(rule, Index(docs, index.ctx), values)
-    except ColocateError:
+        _judge(rule, Index(docs, index.ctx, index.declared), values)
+    except (ColocateError, UndeclaredKind):
         raise
     except Exception as exc:
         return exc
@@ -108,7 +108,7 @@ def _unjudged(rule: Rule, index: Index, values: dict[str, str], exc: Exception) 
     while rest:
         joined = _raised(rule, rest, index, values)
         if joined is None:
-            return found + _judge(rule, Index(rest, index.ctx), values)
+            return found + _judge(rule, Index(rest, index.ctx, index.declared), values)
         culprit = _culprit(rule, [], rest, index, values)
         # The rule judged the culprit alone: another object it meets there breaks it too.
         partner = _culprit(rule, [culprit], [d for d in rest if d is not culprit], index, values)
@@ -117,6 +117,22 @@ def _unjudged(rule: Rule, index: Index, values: dict[str, str], exc: Exception) 
     if not found:
         raise exc
     return found
+
+
+def _judged(rule: Rule, scope: Index, values: dict[str, str]) -> list[Finding]:
+    """The rule's findings; where it raises on an object's shape, that object is named (_unjudged)."""
+    try:
+        return _judge(rule, scope, values)
+    except (ColocateError, UndeclaredKind):
+        raise
+    except Exception as exc:
+        return _unjudged(rule, scope, values, exc)
+
+
+def _undeclared(rule: Rule, kind: str) -> InputError:
+    """A check that asks for a kind its file does not name would judge none of it, silently."""
+    return InputError(rule.file or rule.id, "$.kinds", f"check {rule.check} reads {kind} objects, which the rule "
+                      f"file does not name: add {kind} to kinds (the engine hands a check only what its file names)")
 
 
 def evaluate(rules: Iterable[Rule], index: Index, timings: Timings | None = None,
@@ -128,17 +144,17 @@ def evaluate(rules: Iterable[Rule], index: Index, timings: Timings | None = None
     for rule in rules:
         start = time.perf_counter()
         scope = index
-        if not judges_alone(rule):
+        if rule.check is not None:
+            # A check is handed only what its rule file names (and its @reads adds).
             declared = rule_reads(rule)
             if id(declared) not in viewed:
-                viewed[id(declared)] = viewed_index(declared, index.docs, index.ctx)
+                viewed[id(declared)] = index if declared is EVERYTHING else \
+                    viewed_index(declared, index.docs, index.ctx)
             scope = viewed[id(declared)]
         try:
-            findings.extend(_judge(rule, scope, values))
-        except ColocateError:
-            raise
-        except Exception as exc:
-            findings.extend(_unjudged(rule, scope, values, exc))
+            findings.extend(_judged(rule, scope, values))
+        except UndeclaredKind as exc:
+            raise _undeclared(rule, exc.kind) from None
         if timings is not None:
             timings.append((rule.id, time.perf_counter() - start))
     return findings

@@ -84,13 +84,25 @@ class Context:
         return "online" if ns in self.online_namespaces else "offline" if ns in self.offline_namespaces else "other"
 
 
+class UndeclaredKind(Exception):
+    """A check asked for a kind its rule file does not name (the engine turns it into bad input
+    naming the rule file): it was handed none of them, so it would silently judge nothing."""
+
+    def __init__(self, kind: str):
+        super().__init__(kind)
+        self.kind = kind
+
+
 @dataclass
 class Index:
-    """Every checked object, with lookups the cross-object rules share. Each lookup is built
-    once, on first use, in one pass over the objects, so that no rule scans them per object."""
+    """The objects a rule is run over, with lookups the rules share. Each lookup is built once,
+    on first use, in one pass over the objects, so that no rule scans them per object."""
 
     docs: list[Doc]
     ctx: Context
+    #: What these objects are (checker.reads.Reads), when a check's declaration chose them:
+    #: ``of_kind`` refuses a kind it does not name. None: every object.
+    declared: Any = None
     _by_kind: dict[str, list[Doc]] | None = field(default=None, init=False, repr=False)
     _pods: list[PodSpec] | None = field(default=None, init=False, repr=False)
     _shared: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
@@ -99,6 +111,8 @@ class Index:
         return (d for d in self.docs if d.is_api_object)
 
     def of_kind(self, kind: str) -> list[Doc]:
+        if self.declared is not None and not self.declared.names(kind):
+            raise UndeclaredKind(kind)
         if self._by_kind is None:
             self._by_kind = {}
             for doc in self.docs:
@@ -107,7 +121,7 @@ class Index:
 
     def pods(self, scope: str = "all") -> Iterator[PodSpec]:
         if self._pods is None:
-            self._pods = [pod for doc in self.docs for pod in manifests.pod_specs(doc)]
+            self._pods = [pod for doc in self.docs for pod in _pod_specs(doc)]
         for pod in self._pods:
             if scope == "all" or self.ctx.scope_of(pod) == scope:
                 yield pod
@@ -118,6 +132,14 @@ class Index:
         if key not in self._shared:
             self._shared[key] = compute()
         return self._shared[key]
+
+
+def _pod_specs(doc: Doc) -> list[PodSpec]:
+    """manifests.pod_specs, once per object: several checks' indexes hold the same workloads."""
+    made = doc.__dict__.get("_pod_specs")
+    if made is None:
+        made = doc.__dict__["_pod_specs"] = list(manifests.pod_specs(doc))
+    return made
 
 
 #: (phase or rule id, seconds) in the order they ran, for ``check --timings``.

@@ -1,4 +1,5 @@
-"""What each cross-object rule reads (its declaration), and the views of objects it is run over."""
+"""What each Python check reads (its rule file, and @reads for what YAML cannot say), and the
+views of objects it is run over."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,23 +12,24 @@ from colocate.checker.model import Context, Index, Rule
 from colocate.checker.rule_loader import check_function
 
 
-# --- what each cross-object rule reads ------------------------------------------------------------
+# --- what each check reads --------------------------------------------------------------------
 
-#: How a cross-object rule sees an object: whole, as its skeleton (below), or a projection (a
-#: dict the rule's ``reads`` makes); None = not at all.
+#: How a check sees an object: whole, as its skeleton (below), or a projection (a dict its
+#: ``@reads(project=...)`` makes); None = not at all.
 WHOLE, SKELETON = 0, 1
-#: Kinds that hold pod specs (manifests.pod_specs).
+#: Kinds that hold pod specs (manifests.pod_specs): what target PodSpec hands a check.
 WORKLOAD_KINDS = frozenset(manifests.POD_SPEC_PATHS) | frozenset(manifests.REPLICA_SPECS)
 
 
 @dataclass(frozen=True, eq=False)
 class Reads:
-    """The objects a cross-object rule reads: those of ``kinds`` whole, every workload whole
-    (``pods``), those ``whole`` says yes to whole, a projection of those ``project`` makes one
-    for, and the skeleton of every other object (``skeleton``; ``"first"``: of the first object
-    of each file, which says the file is there). The rule is always run over just that, with or
-    without the verdict cache, so what it declares is what it can see: its findings depend on
-    nothing else, and the cache re-runs it only when that changed."""
+    """The objects a check is handed, as its rule file says: those of ``kinds`` whole, every
+    workload whole (``pods``: target PodSpec), the skeleton of every other object (``skeleton``,
+    from ``skeletons: all``; ``"first"``: of the first object of each file, which says the file is
+    there), and what the check's ``@reads`` callables add: those ``whole`` says yes to whole, a
+    projection of those ``project`` makes one for. The check is always run over just that, with or
+    without the verdict cache, so what its file declares is what it can see: its findings depend
+    on nothing else, and the cache re-runs it only when that changed."""
 
     kinds: frozenset[str] = frozenset()
     pods: bool = False
@@ -54,13 +56,20 @@ class Reads:
             return WHOLE  # a shape the declaration cannot read: the rule reads it, and says so
         return None
 
+    def names(self, kind: str) -> bool:
+        """Whether the check may ask for every object of ``kind`` (Index.of_kind): its file names
+        the kind, or every object of every kind is there in some view. Callables may hand it some
+        objects of a kind (dashboard ConfigMaps), which it then reads as they are."""
+        return kind in self.kinds or (self.pods and kind in WORKLOAD_KINDS) or self.skeleton is True \
+            or self.whole is not None or self.project is not None
 
-def reads(*kinds: str, pods: bool = False, whole: Callable[[Doc], bool] | None = None, skeleton: bool | str = False,
+
+def reads(*, whole: Callable[[Doc], bool] | None = None,
           project: Callable[[Doc, Context], dict | None] | None = None) -> Callable[[Callable], Callable]:
-    """Declares what a cross-object check reads (:class:`Reads`); one declaration may mark several
-    checks, which then share one index (and what they derive from it, Index.shared)."""
-    declared = _DECLARED.setdefault((frozenset(kinds), pods, whole, skeleton, project),
-                                    Reads(frozenset(kinds), pods, whole, skeleton, project))
+    """What a check reads beyond what its rule file can say: objects a predicate picks (``whole``)
+    or a projection of them (``project``); kinds, workloads and skeletons are the rule file's.
+    One declaration may mark several checks."""
+    declared = (whole, project)
 
     def mark(check: Callable) -> Callable:
         check.reads = declared  # type: ignore[attr-defined]
@@ -72,12 +81,24 @@ def reads(*kinds: str, pods: bool = False, whole: Callable[[Doc], bool] | None =
 #: One Reads per distinct declaration: rules that declare the same share an index and digests.
 _DECLARED: dict[tuple, Reads] = {}
 
-#: A check that declares nothing reads every object whole: slower with the cache, never wrong.
+#: A check whose file names no kinds, no workloads and no skeletons, and that has no ``@reads``,
+#: reads every object whole: a per-object check (object names, annotations) may; a cross-object
+#: one would be re-run at every change (tests/policies/test_reads.py refuses it).
 EVERYTHING = Reads(whole=lambda doc: True)
 
 
 def rule_reads(rule: Rule) -> Reads:
-    return getattr(check_function(rule.check), "reads", EVERYTHING)
+    """What the rule's check is handed: its file's ``target``, ``kinds`` and ``skeletons``, and the
+    check's ``@reads`` callables."""
+    whole, project = getattr(check_function(rule.check), "reads", (None, None))
+    kinds, pods = frozenset(rule.kinds), rule.target == "PodSpec"
+    skeleton = {"all": True, "first": "first"}.get(rule.skeletons or "", False)
+    if not (kinds or pods or skeleton or whole or project):
+        return EVERYTHING
+    key = (kinds, pods, whole, skeleton, project)
+    if key not in _DECLARED:
+        _DECLARED[key] = Reads(*key)
+    return _DECLARED[key]
 
 
 def skeleton(doc: Doc) -> dict:
@@ -113,7 +134,7 @@ def seen_as(doc: Doc, view: int | dict) -> Doc:
 
 
 def viewed_index(declared: Reads, docs: list[Doc], ctx: Context) -> Index:
-    """The index a cross-object rule runs over: only what it declared."""
+    """The index a check runs over: only what it declared."""
     out = []
     previous = None
     asks = declared.whole is not None or declared.project is not None
@@ -126,4 +147,4 @@ def viewed_index(declared: Reads, docs: list[Doc], ctx: Context) -> Index:
             view = declared.by_kind(doc.kind, first)
         if view is not None:
             out.append(seen_as(doc, view))
-    return Index(out, ctx)
+    return Index(out, ctx, declared)

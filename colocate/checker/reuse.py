@@ -182,7 +182,7 @@ class CacheStore(Store):
             for rule in rerun:
                 reads_ = run.declared[rule.id]
                 if id(reads_) not in viewed:
-                    viewed[id(reads_)] = Index(self._seen(run, rule.id, reads_), run.ctx)
+                    viewed[id(reads_)] = Index(self._seen(run, rule.id, reads_), run.ctx, reads_)
             gc.freeze()
         run.phase("cache: objects for cross-object rules")
         return viewed

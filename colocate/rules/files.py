@@ -46,10 +46,20 @@ class Rule:
     kinds: tuple[str, ...] = ()
     schema: dict | None = None
     check: str | None = None
+    #: "object": the findings on an object depend on that object and the context alone (every
+    #: schema rule; a Python check says so); "tree": the check reads other objects too.
+    judges: str = "object"
+    #: "all" or "first": a Python check also sees every other object (or the first of each file)
+    #: as its skeleton; None: it sees only what target and kinds name.
+    skeletons: str | None = None
     #: CEL the generated ValidatingAdmissionPolicy runs (colocate/rules/admission.py); None: check only.
     admission: dict | None = None
     #: False: no ``colocate.io/ignore`` entry silences it (it keeps one of the platform's promises).
     suppressible: bool = True
+    #: Values its Python check reads (an allow-list: ``allowed``), kept in the rule file, not in code.
+    params: dict | None = None
+    #: The rule file it was read from, for errors about the rule itself ("": not from a file).
+    file: str = ""
 
     def filled(self, values: dict[str, str]) -> "Rule":
         """The rule with the ``${name}`` placeholders of its message and fix replaced, as findings
@@ -82,7 +92,7 @@ def _parse_rules(files: list[Path]) -> list[dict[str, Any]]:
         validated_yaml.validate(data, _RULE_SCHEMA, str(path))
         if not path.stem.startswith(data["id"]):
             raise InputError(str(path), "$.id", f"file name must start with the rule id {data['id']}")
-        rows.append({**data, "kinds": list(data.get("kinds", ()))})
+        rows.append({**data, "kinds": list(data.get("kinds", ())), "file": str(path)})
     return rows
 
 

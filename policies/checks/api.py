@@ -9,7 +9,7 @@ import re
 from typing import Any, Iterator, Mapping
 
 from colocate.model import cron, quantity
-from colocate.checker import Index, Rule, Violation, reads
+from colocate.checker import Index, Rule, Violation
 from colocate.model import pods
 from colocate.model.names import BUILTIN_PRIORITY_CLASSES, GPU
 from colocate.policies.checks.gitops import ANNOTATIONS_LIMIT
@@ -145,7 +145,7 @@ def data_size(index: Index, rule: Rule) -> Iterator[Violation]:
     """ValidateConfigMap (data + binaryData) and ValidateSecret (data, stringData merged into it
     on conversion) within MaxSecretSize."""
     for doc in index.api_objects():
-        if doc.group != "" or doc.kind not in ("ConfigMap", "Secret"):
+        if doc.group != "":
             continue
         sizes: dict[str, int] = {}
         data = doc.obj.get("data") if isinstance(doc.obj.get("data"), dict) else {}
@@ -195,7 +195,6 @@ def duplicate_names(index: Index, rule: Rule) -> Iterator[Violation]:
                     pool.add(key)
 
 
-@reads("PriorityClass", pods=True)
 def priority_class_exists(index: Index, rule: Rule) -> Iterator[Violation]:
     """The priority admission plugin refuses a pod whose priorityClassName no PriorityClass defines."""
     known = set(BUILTIN_PRIORITY_CLASSES) | {t.name for t in index.ctx.cluster.tiers}
@@ -231,7 +230,6 @@ def _enabled(value: str, names: tuple[str, ...], flag: str) -> bool:
     return any(name in settings and settings[name].strip().lower() in true for name in names)
 
 
-@reads("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ClusterConfiguration")
 def admission_policy_gate(index: Index, rule: Rule) -> Iterator[Violation]:
     """v1beta1 ValidatingAdmissionPolicies among the checked objects, and a checked kubeadm
     ClusterConfiguration whose API server lacks the feature gate or the runtime-config that
@@ -328,7 +326,6 @@ def _time_zones() -> frozenset[str]:
     return frozenset(zoneinfo.available_timezones())
 
 
-@reads("CronJob")
 def cronjob_schedule(index: Index, rule: Rule) -> Iterator[Violation]:
     """A CronJob's schedule as robfig/cron v3.0.1 ParseStandard reads it, and its timeZone as
     time.LoadLocation does (pkg/apis/batch/validation/validation.go validateScheduleFormat,

@@ -165,7 +165,7 @@ def _print(key: str, value: int) -> str:
         quantity.format_bytes(value) if key.endswith(("memory", "storage")) else str(value)
 
 
-@reads(skeleton=True, project=usage_projection)
+@reads(project=usage_projection)
 def namespace_quota(index: Index, rule: Rule) -> Iterator[Violation]:
     """A namespace's pods, replicas counted, within each ResourceQuota's hard limits."""
     quotas = index.of_kind("ResourceQuota")
@@ -189,7 +189,6 @@ def namespace_quota(index: Index, rule: Rule) -> Iterator[Violation]:
                                 f"{_print(key, total)} ({top}); the API server refuses what is past the limit")
 
 
-@reads("LimitRange", pods=True)
 def limit_range(index: Index, rule: Rule) -> Iterator[Violation]:
     """Containers within their namespace's LimitRange min, max and maxLimitRequestRatio (the
     LimitRanger admission plugin rejects the pod otherwise). Every LimitRange of the namespace
@@ -230,7 +229,6 @@ def _limit_range_one(pod, path, lr, item, name, request, limit) -> Iterator[Viol
                         f"{where} maxLimitRequestRatio {ratio}")
 
 
-@reads("TFJob")
 def training_gpu_demand(index: Index, rule: Rule) -> Iterator[Violation]:
     """The TFJobs' GPUs (replicas counted) against the GPUs of the pools that admit them: past
     that, jobs wait for each other (a warning, not a fault)."""

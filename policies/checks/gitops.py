@@ -10,13 +10,6 @@ from colocate.model.names import (COMPARE_OPTIONS, IGNORE_EXTRANEOUS, KEEP_ON_DE
 
 #: Kinds whose deletion deletes data: a namespace's contents, a claim's volume, a CRD's resources.
 STATEFUL_KINDS = ("Namespace", "PersistentVolumeClaim", "CustomResourceDefinition")
-#: Kinds whose deletion fails open or stops admission: without its PriorityClass every new pod
-#: naming it is refused; without a quota, LimitRange or NetworkPolicy the namespace loses its
-#: limits, defaults or isolation (docs/gitops.md, "Deletion protection").
-#: Kinds whose loss fails open or refuses pods: the tier classes, the namespaces' limits and
-#: isolation, and the admission policies with their bindings (without them admission is off).
-GUARD_KINDS = ("PriorityClass", "ResourceQuota", "LimitRange", "NetworkPolicy",
-               "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 
 
 def deletion_protection(index: Index, rule: Rule) -> Iterator[Violation]:
@@ -35,12 +28,12 @@ def deletion_protection(index: Index, rule: Rule) -> Iterator[Violation]:
                             "re-synced at every self-heal timeout")
 
 
-@reads(*GUARD_KINDS)
 def guard_protection(index: Index, rule: Rule) -> Iterator[Violation]:
     """PriorityClasses, ResourceQuotas, LimitRanges, NetworkPolicies and admission policies and
-    bindings without Delete=false."""
+    bindings (COL307's kinds: whose loss fails open or refuses pods, docs/gitops.md "Deletion
+    protection") without Delete=false."""
     for doc in index.api_objects():
-        if doc.kind in GUARD_KINDS and KEEP_ON_DELETE not in sync_options(doc.metadata):
+        if KEEP_ON_DELETE not in sync_options(doc.metadata):
             yield Violation(doc, f"metadata.annotations[{SYNC_OPTIONS}]", f"missing {KEEP_ON_DELETE}")
 
 
@@ -109,7 +102,7 @@ def _custom_resource(doc) -> bool:
     return doc.is_api_object and doc.group not in BUILTIN_GROUPS and doc.group not in INSTALLED_WITH_ARGOCD
 
 
-@reads("Application", "CustomResourceDefinition", whole=_custom_resource)
+@reads(whole=_custom_resource)
 def custom_resource_before_crd(index: Index, rule: Rule) -> Iterator[Violation]:
     """A custom resource whose CRD is not applied in the same sync, without SkipDryRunOnMissingResource.
     Judged only on a GitOps tree (Argo CD Applications among the checked files), whose first sync
@@ -148,7 +141,7 @@ def _too_big_for_annotation(doc) -> bool:
     return doc.is_api_object and doc.json_size > ANNOTATIONS_LIMIT
 
 
-@reads("Application", "DistIndex", whole=_too_big_for_annotation)
+@reads(whole=_too_big_for_annotation)
 def too_big_for_client_side_apply(index: Index, rule: Rule) -> Iterator[Violation]:
     """Objects whose JSON does not fit the last-applied annotation, synced without server-side apply."""
     apps = _application_paths(index)
@@ -179,7 +172,6 @@ def _directory_sources(index: Index) -> list[tuple[Any, str, str, bool]]:
     return out
 
 
-@reads("Application")
 def application_overlap(index: Index, rule: Rule) -> Iterator[Violation]:
     """Two Applications that sync the same folder, or one recursing into the other's folder: every
     object there has two owners, which prune each other's resources and fight over sync."""
@@ -227,7 +219,6 @@ def _checked_folders(trees: dict[PurePath, set[str]], path: str) -> Iterator[tup
             yield root, root.joinpath(rel)
 
 
-@reads("Application", "DistIndex", skeleton="first")
 def application_path_exists(index: Index, rule: Rule) -> Iterator[Violation]:
     """An Application whose folder of a checked dist/ (its DistIndex's folder: the Application's
     path ``dist/apps/x`` in the tree ``.../dist``, or in a tree named otherwise whose index places

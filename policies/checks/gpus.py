@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from colocate.checker import Index, Rule, Violation, reads
+from colocate.checker import Index, Rule, Violation
 from colocate.model.pods import ALL, containers
 from colocate.model.names import GPU, NO_GPU_VALUES, VISIBLE_DEVICES_ENV
 
@@ -30,7 +30,6 @@ def _visible_devices(container: dict[str, Any]) -> list[tuple[int, dict[str, Any
             if isinstance(entry, dict) and entry.get("name") == VISIBLE_DEVICES_ENV]
 
 
-@reads(pods=True)
 def gpu_less_containers_hide_gpus(index: Index, rule: Rule) -> Iterator[Violation]:
     """Every container of a pod a GPU pool admits leaves GPU visibility to the device plugin: one
     without a GPU request sets NVIDIA_VISIBLE_DEVICES to void (or none), its image's own value (all,
@@ -68,7 +67,6 @@ def _pass_device_specs(container: dict[str, Any]) -> bool:
                for e in container.get("env") or [])
 
 
-@reads("Application", pods=True)
 def device_plugin_passes_device_specs(index: Index, rule: Rule) -> Iterator[Violation]:
     """Where a GPU pool runs the static CPU manager, the device plugin passes device specs: the
     chart's compatWithCPUManager in an Application, PASS_DEVICE_SPECS=true in a workload."""

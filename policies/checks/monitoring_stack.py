@@ -5,7 +5,7 @@ import ipaddress
 from typing import Iterator
 from urllib.parse import urlsplit
 
-from colocate.checker import Index, Rule, Violation, reads
+from colocate.checker import Index, Rule, Violation
 from colocate.model import prometheus_stack as kps
 from colocate.checker.manifests import Doc
 from colocate.model.names import KPS_CHART
@@ -42,7 +42,6 @@ def _stack_applications(index: Index) -> list[tuple[str, str, dict, bool]]:
     return out
 
 
-@reads("Application", "Namespace", "Prometheus", *kps.MONITOR_KINDS)
 def monitors_selected(index: Index, rule: Rule) -> Iterator[Violation]:
     """Every ServiceMonitor, PodMonitor and PrometheusRule is picked up by Prometheus: by the
     selectors in the checked kube-prometheus-stack Application, or, when none is checked, by
@@ -132,7 +131,6 @@ def _field(obj: dict, path: str):
     return node
 
 
-@reads("Application", *_CONFIG_GROUPS)
 def control_plane_metrics_reachable(index: Index, rule: Rule) -> Iterator[Violation]:
     """A checked kubeadm ClusterConfiguration or KubeProxyConfiguration does not leave a
     component the monitoring stack scrapes listening on loopback only."""
@@ -175,7 +173,6 @@ def _tsdb_claims(index: Index) -> Iterator[tuple[Doc, str, dict]]:
                ((storage.get("volumeClaimTemplate") or {}).get("spec")) or {})
 
 
-@reads("Application", "Prometheus", "StorageClass")
 def tsdb_not_on_shared_filesystem(index: Index, rule: Rule) -> Iterator[Violation]:
     """The Prometheus TSDB claim is not on NFS or another shared file system: not the configured
     ReadWriteMany class, not a class of a shared-file-system provisioner, not ReadWriteMany."""

@@ -7,7 +7,7 @@ from pathlib import PurePath
 from typing import Any, Iterator
 
 from colocate.model import quantity
-from colocate.checker import Index, Rule, Violation, reads
+from colocate.checker import Index, Rule, Violation
 from colocate.checker.manifests import Doc
 from colocate.model.names import POOL_LABEL
 
@@ -138,7 +138,6 @@ def _eviction_memory(config: dict[str, Any], capacity: int) -> Decimal:
         return Decimal(0)
 
 
-@reads("KubeletConfiguration", "JoinConfiguration")
 def reservations_below_capacity(index: Index, rule: Rule) -> Iterator[Violation]:
     """pkg/kubelet/cm/node_container_manager_linux.go validateNodeAllocatable: kube and system
     reservations plus the hard-eviction threshold must fit the node's capacity."""

@@ -9,7 +9,7 @@ from pathlib import PurePath
 from typing import Iterator
 
 from colocate.model import quantity
-from colocate.checker import Index, Rule, Violation, reads
+from colocate.checker import Index, Rule, Violation
 from colocate.model.scheduling import ImageRef, reference_error
 from colocate.model.names import BUILTIN_PRIORITY_CLASSES, KUBEFLOW_REPLICA_SPECS, MAX_USER_PRIORITY, MIN_GAP_FACTOR, TIER_LABEL
 from colocate.model.tiers import ROLE_RANK, TierClass, inversions
@@ -36,7 +36,6 @@ def _tier_classes(index: Index) -> list[tuple[TierClass, object]]:
     return out
 
 
-@reads("PriorityClass")
 def tier_order(index: Index, rule: Rule) -> Iterator[Violation]:
     """The checked PriorityClasses keep the tiers in order: online above offline above background."""
     classes = _tier_classes(index)
@@ -46,7 +45,6 @@ def tier_order(index: Index, rule: Rule) -> Iterator[Violation]:
                         f"{upper.name}={upper.value} ({upper.role} tier)")
 
 
-@reads("PriorityClass")
 def priority_gap(index: Index, rule: Rule) -> Iterator[Violation]:
     """Adjacent user PriorityClasses must be MIN_GAP_FACTOR apart (system classes excluded). Two
     tier classes in the wrong order are COL011's: one finding per fault."""
@@ -94,7 +92,6 @@ def online_integer_cpu(index: Index, rule: Rule) -> Iterator[Violation]:
                                     f"{cpu} on pool {', '.join(static)}")
 
 
-@reads("Application", skeleton=True)
 def duplicate_objects(index: Index, rule: Rule) -> Iterator[Violation]:
     """The same group/kind/namespace/name defined more than once. An object with generateName
     and no name gets a fresh name each time it is created, so it never collides."""
@@ -138,7 +135,6 @@ def namespaced_without_namespace(index: Index, rule: Rule) -> Iterator[Violation
             yield Violation(doc, "metadata.namespace")
 
 
-@reads("PriorityClass", pods=True)
 def pod_priority(index: Index, rule: Rule) -> Iterator[Violation]:
     """Pods outside the offline namespaces have a class above the offline tier (the pre-pull
     namespace excepted). Offline namespaces and TFJobs are COL004's and COL102's, the other Kubeflow
@@ -163,7 +159,6 @@ def pod_priority(index: Index, rule: Rule) -> Iterator[Violation]:
             yield Violation(pod.doc, field, f"{name} ({values[name]}) is not above {offline.name} ({offline.value})")
 
 
-@reads(pods=True)
 def online_priority_reserved(index: Index, rule: Rule) -> Iterator[Violation]:
     """Only pods of an online namespace run at the online tier's class; an offline namespace's
     pods are COL004's (one finding per fault)."""
@@ -174,7 +169,6 @@ def online_priority_reserved(index: Index, rule: Rule) -> Iterator[Violation]:
                             f"{online} in namespace {pod.doc.namespace!r}, which is not an online namespace")
 
 
-@reads(pods=True)
 def platform_requests(index: Index, rule: Rule) -> Iterator[Violation]:
     """Every running container of a platform pod (not in an online or offline namespace, not the
     training-image pre-pull's) requests CPU and memory, or sets limits the API server copies
@@ -220,7 +214,6 @@ def image_reference(index: Index, rule: Rule) -> Iterator[Violation]:
                     yield Violation(pod.doc, f"{path}.image", why)
 
 
-@reads("PriorityClass")
 def offline_no_preemption(index: Index, rule: Rule) -> Iterator[Violation]:
     """An offline-tier PriorityClass that lets training preempt: on the untainted mixed pool the
     only pods below it are add-ons without a class (priority 0) and the image pre-pull."""
@@ -232,7 +225,6 @@ def offline_no_preemption(index: Index, rule: Rule) -> Iterator[Violation]:
             yield Violation(doc, "preemptionPolicy", f"{policy or 'unset (PreemptLowerPriority)'}")
 
 
-@reads("PriorityClass", "DistIndex")
 def tier_classes_kept(index: Index, rule: Rule) -> Iterator[Violation]:
     """Every tier's PriorityClass is in each checked colocate dist/ (the folder of a DistIndex):
     Argo CD prunes what dist/ no longer holds."""
@@ -251,7 +243,6 @@ def tier_classes_kept(index: Index, rule: Rule) -> Iterator[Violation]:
 DEFAULT_PREEMPTION = "PreemptLowerPriority"
 
 
-@reads("Namespace", "PriorityClass")
 def tiers_follow_configuration(index: Index, rule: Rule) -> Iterator[Violation]:
     """The configuration says which namespace and which PriorityClass serve which tier; a checked
     object that says otherwise (its colocate.io/tier label, a tier class's value or

@@ -181,7 +181,7 @@ def labels_exist(index: Index, rule: Rule) -> Iterator[Violation]:
             yield Violation(query.doc, query.field, f"{query.where}: {problem}")
 
 
-@reads(pods=True, whole=promql.is_dashboard)
+@reads(whole=promql.is_dashboard)
 def dashboard_provisioned(index: Index, rule: Rule) -> Iterator[Violation]:
     """A ConfigMap of Grafana dashboard JSON that Grafana does not load: not selected by the
     sidecar's label and not mounted into a pod as a volume (kube-prometheus mounts its

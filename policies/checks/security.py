@@ -1,54 +1,35 @@
-"""Security checks: host access only for the system components that need it, Pod Security
-admission, pinned images, no secrets in manifests, no escalating RBAC."""
+"""Security checks: host access only for the system components that need it (each rule file's
+params.allowed), Pod Security admission, pinned images, no secrets in manifests, no escalating RBAC."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterator
 
-from colocate.checker import Index, Rule, Violation, reads
+from colocate.checker import Index, Rule, Violation
 from colocate.checker.manifests import PodSpec
 from colocate.model import pods
 from colocate.model.names import kps_fullname
 from colocate.model.scheduling import ImageRef
 
 
-@dataclass(frozen=True)
-class SystemComponent:
-    """A node agent that needs host access, recognised by its image repository (any registry or
-    mirror project in front of it), with what it needs and why (docs/security.md has the sources)."""
-
-    image: str
-    reason: str
-    privileged: bool = False
-    host_namespaces: frozenset[str] = frozenset()
-    host_paths: tuple[str, ...] = ()
-    capabilities: frozenset[str] = frozenset()
-
-    def runs(self, image: Any) -> bool:
-        if not isinstance(image, str):
-            return False
-        repository = ImageRef.parse(image).repository
-        return repository == self.image or repository.endswith("/" + self.image)
+def _runs(repository: str, image: Any) -> bool:
+    """The image is of ``repository``, through any registry or mirror project in front of it."""
+    if not isinstance(image, str):
+        return False
+    found = ImageRef.parse(image).repository
+    return found == repository or found.endswith("/" + repository)
 
 
-SYSTEM_COMPONENTS = (
-    SystemComponent(
-        "prometheus/node-exporter",
-        "node-exporter reads the host's /proc, /sys and file systems and serves on the node's network "
-        "(prometheus-node-exporter chart 4.24.0, the one kube-prometheus-stack 55.5.1 pulls in); "
-        "SYS_TIME for its time collector, as the chart offers and kube-prometheus v0.13.0 sets",
-        host_namespaces=frozenset({"hostNetwork", "hostPID"}), host_paths=("/",), capabilities=frozenset({"SYS_TIME"})),
-    SystemComponent(
-        "nvidia/k8s/dcgm-exporter",
-        "dcgm-exporter reads the kubelet's pod-resources socket to map GPUs to pods and needs SYS_ADMIN "
-        "for DCGM profiling metrics (dcgm-exporter chart 3.3.0)",
-        host_paths=("/var/lib/kubelet/pod-resources",), capabilities=frozenset({"SYS_ADMIN"})),
-    SystemComponent(
-        "nvidia/k8s-device-plugin",
-        "the device plugin registers with the kubelet through /var/lib/kubelet/device-plugins; it runs "
-        "privileged with compatWithCPUManager and needs SYS_ADMIN for MIG (nvidia-device-plugin chart 0.14.5)",
-        privileged=True, host_paths=("/var/lib/kubelet/device-plugins",), capabilities=frozenset({"SYS_ADMIN"})),
-)
+def _allowed(rule: Rule, images: list[Any], key: str) -> set[str]:
+    """What the rule file's allow-list (``params.allowed``: node agents that need host access,
+    each with its reason and source) grants the components running one of ``images``."""
+    entries = (rule.params or {}).get("allowed", ())
+    return {value for entry in entries if any(_runs(entry["image"], i) for i in images) for value in entry.get(key, ())}
+
+
+def _listed(rule: Rule, image: Any) -> bool:
+    return any(_runs(entry["image"], image) for entry in (rule.params or {}).get("allowed", ()))
+
+
 #: Restricted Pod Security lets any container add this one capability.
 UNPRIVILEGED_CAPABILITIES = frozenset({"NET_BIND_SERVICE"})
 
@@ -64,27 +45,21 @@ def _added(container: dict[str, Any]) -> list[str]:
     return [str(c) for c in added] if isinstance(added, list) else []
 
 
-def _components(pod: PodSpec) -> list[SystemComponent]:
-    images = [c.get("image") for _, c in pods.containers(pod, pods.ALL)]
-    return [s for s in SYSTEM_COMPONENTS if any(s.runs(i) for i in images)]
-
-
-def _component(container: dict[str, Any]) -> SystemComponent | None:
-    return next((s for s in SYSTEM_COMPONENTS if s.runs(container.get("image"))), None)
+def _images(pod: PodSpec) -> list[Any]:
+    return [c.get("image") for _, c in pods.containers(pod, pods.ALL)]
 
 
 def privileged_container(index: Index, rule: Rule) -> Iterator[Violation]:
     for pod in index.pods():
         for path, container in pods.containers(pod, pods.ALL):
-            component = _component(container)
-            if _security_context(container).get("privileged") is True and not (component and component.privileged):
+            if _security_context(container).get("privileged") is True and not _listed(rule, container.get("image")):
                 yield Violation(pod.doc, f"{path}.securityContext.privileged", f"{container.get('image')} is not a "
                                                                               "system component that needs it")
 
 
 def host_namespaces(index: Index, rule: Rule) -> Iterator[Violation]:
     for pod in index.pods():
-        allowed = set().union(*(c.host_namespaces for c in _components(pod)))
+        allowed = _allowed(rule, _images(pod), "hostNamespaces")
         for key in ("hostNetwork", "hostPID", "hostIPC"):
             if pod.spec.get(key) is True and key not in allowed:
                 yield Violation(pod.doc, f"{pod.path}.{key}")
@@ -97,7 +72,7 @@ def _under(path: str, prefix: str) -> bool:
 
 def host_path_volume(index: Index, rule: Rule) -> Iterator[Violation]:
     for pod in index.pods():
-        prefixes = [p for c in _components(pod) for p in c.host_paths]
+        prefixes = _allowed(rule, _images(pod), "hostPaths")
         volumes = pod.spec.get("volumes")
         for i, volume in enumerate(volumes if isinstance(volumes, list) else []):
             host_path = volume.get("hostPath") if isinstance(volume, dict) else None
@@ -111,8 +86,7 @@ def host_path_volume(index: Index, rule: Rule) -> Iterator[Violation]:
 def added_capabilities(index: Index, rule: Rule) -> Iterator[Violation]:
     for pod in index.pods():
         for path, container in pods.containers(pod, pods.ALL):
-            component = _component(container)
-            allowed = UNPRIVILEGED_CAPABILITIES | (component.capabilities if component else frozenset())
+            allowed = UNPRIVILEGED_CAPABILITIES | _allowed(rule, [container.get("image")], "capabilities")
             extra = sorted(set(_added(container)) - allowed)
             if extra:
                 yield Violation(pod.doc, f"{path}.securityContext.capabilities.add", ", ".join(extra))
@@ -188,7 +162,6 @@ def _restricted(pod: PodSpec) -> Iterator[tuple[str, str]]:
             yield f"{path}.securityContext.capabilities.add", f"capabilities {', '.join(extra)}"
 
 
-@reads("Namespace", pods=True)
 def pod_security(index: Index, rule: Rule) -> Iterator[Violation]:
     """Pods the enforce level of their namespace (a Namespace among the checked objects) refuses."""
     levels = {}
@@ -245,7 +218,7 @@ def upstream_roles(index: Index) -> dict[str, str]:
 def rbac_wildcards(index: Index, rule: Rule) -> Iterator[Violation]:
     allowed = upstream_roles(index)
     for doc in index.api_objects():
-        if doc.kind not in ("ClusterRole", "Role") or doc.group != "rbac.authorization.k8s.io":
+        if doc.group != "rbac.authorization.k8s.io":
             continue
         if doc.kind == "ClusterRole" and doc.name in allowed:
             continue

@@ -10,7 +10,7 @@ from collections import defaultdict
 from typing import Any, Iterator
 
 from colocate.model import quantity
-from colocate.checker import Index, Rule, Violation, reads
+from colocate.checker import Index, Rule, Violation
 from colocate.model.names import (CHECKPOINT_ENV, GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, JOB_ROLE_LABEL,
                                    OPERATOR_NAME_LABEL, QUEUE_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL,
                                    TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER,
@@ -47,7 +47,7 @@ def gpu_in_limits(index: Index, rule: Rule) -> Iterator[Violation]:
 def tfjob_offline_namespace(index: Index, rule: Rule) -> Iterator[Violation]:
     """TFJobs outside the offline namespaces (a missing namespace is COL007's finding)."""
     for doc in index.docs:
-        if doc.kind in rule.kinds and doc.namespace and doc.namespace not in index.ctx.offline_namespaces:
+        if doc.namespace and doc.namespace not in index.ctx.offline_namespaces:
             tier = "an online namespace" if doc.namespace in index.ctx.online_namespaces else "not offline"
             yield Violation(doc, "metadata.namespace", f"{doc.namespace} is {tier}")
 
@@ -55,7 +55,7 @@ def tfjob_offline_namespace(index: Index, rule: Rule) -> Iterator[Violation]:
 def ungoverned_training_kind(index: Index, rule: Rule) -> Iterator[Violation]:
     """Kubeflow training jobs of a kind other than TFJob: nothing pauses or resubmits them."""
     for doc in index.docs:
-        field = replica_specs_field(doc) if doc.kind in rule.kinds else ""
+        field = replica_specs_field(doc)
         if field:
             yield Violation(doc, "kind", f"kind {doc.kind}: its replicas (spec.{field}) run unpaused through the "
                             "day peak and are not resubmitted when online work preempts them")
@@ -71,7 +71,7 @@ def tfjob_service_names(index: Index, rule: Rule) -> Iterator[Violation]:
     service.go CreateNewService); one over 63 characters is refused, and the job never starts."""
     for doc in index.docs:
         specs = (doc.obj.get("spec") or {}).get("tfReplicaSpecs") if isinstance(doc.obj.get("spec"), dict) else None
-        if doc.kind not in rule.kinds or not isinstance(specs, dict) or not doc.name:
+        if not isinstance(specs, dict) or not doc.name:
             continue
         for key, replica in specs.items():
             count = replica.get("replicas", 1) if isinstance(replica, dict) else 1
@@ -122,7 +122,6 @@ def _under(path: str, mount_path: str) -> bool:
     return path == mount_path or path.startswith(mount_path.rstrip("/") + "/")
 
 
-@reads(pods=True)
 def tfjob_checkpoint_dir(index: Index, rule: Rule) -> Iterator[Violation]:
     """CHECKPOINT_DIR in each non-PS replica's checkpoint container names a folder on a writable
     persistentVolumeClaim mount of that container; no two TFJobs share (claim, folder on it).
@@ -205,7 +204,6 @@ def _pod_label_sets(pod: PodSpec) -> Iterator[dict]:
         yield labels
 
 
-@reads("PodDisruptionBudget", pods=True)
 def offline_pdb(index: Index, rule: Rule) -> Iterator[Violation]:
     """PodDisruptionBudgets whose selector matches pods of offline namespaces or of any TFJob
     in the PDB's namespace (policy/v1: a null selector selects nothing, ``{}`` everything)."""
@@ -236,8 +234,6 @@ def tfjob_memory_burst(index: Index, rule: Rule) -> Iterator[Violation]:
     """A TFJob container's memory limit at most MAX_MEMORY_BURST times its request, as the job-file
     construct enforces (memory is not compressible: the burst is memory the node may not have)."""
     for pod in index.pods():
-        if pod.doc.kind != "TFJob":
-            continue
         for path, container in containers(pod):
             resources = container.get("resources") or {}
             request = (resources.get("requests") or {}).get("memory")
@@ -270,13 +266,10 @@ def _replica_gpus(spec: dict) -> float:
     return total
 
 
-@reads("TFJob")
 def tfjob_allreduce_gpus(index: Index, rule: Rule) -> Iterator[Violation]:
     """A TFJob without PS is all-reduce (MultiWorkerMirroredStrategy): its Chief (or Master) is one
     more worker in the collective, so it must have the Workers' GPUs."""
     for doc in index.docs:
-        if doc.kind not in rule.kinds:
-            continue
         specs = _replica_specs(doc)
         if PS_ROLE in specs or "Worker" not in specs:
             continue
@@ -290,13 +283,10 @@ def tfjob_allreduce_gpus(index: Index, rule: Rule) -> Iterator[Violation]:
                                 f"{role} has {chief:g} GPU(s), each Worker {worker:g}")
 
 
-@reads("TFJob")
 def tfjob_ps_chief(index: Index, rule: Rule) -> Iterator[Violation]:
     """A TFJob with PS replicas and no Chief (or Master): TensorFlow 2's ParameterServerStrategy
     has no coordinator to run the training loop."""
     for doc in index.docs:
-        if doc.kind not in rule.kinds:
-            continue
         specs = _replica_specs(doc)
         if PS_ROLE in specs and not any(role in specs for role in CHIEF_ROLES):
             yield Violation(doc, "spec.tfReplicaSpecs", f"{specs[PS_ROLE][0]} but no Chief")
@@ -320,7 +310,6 @@ def _in_units(kind: str, value: str) -> int:
         else int(quantity.parse(value))
 
 
-@reads("TFJob", "LocalQueue", "ClusterQueue", pods=True)
 def tfjob_queue_fits(index: Index, rule: Rule) -> Iterator[Violation]:
     """A TFJob that names a Kueue LocalQueue: the queue exists in the checked tree, and the whole
     job fits its ClusterQueue's quota, else Kueue never admits it (the job waits for ever). A tree
@@ -331,10 +320,9 @@ def tfjob_queue_fits(index: Index, rule: Rule) -> Iterator[Violation]:
     local = {(d.namespace, d.name): d for d in index.of_kind("LocalQueue")}
     asks: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for pod in index.pods():
-        if pod.doc.kind == "TFJob":
-            r, count = pod_resources(pod.spec), replicas(pod, 0)
-            for name, amount in (("cpu", r.cpu_milli), ("memory", r.memory_bytes), (GPU, r.gpus)):
-                asks[pod.doc.ref][name] += amount * count
+        r, count = pod_resources(pod.spec), replicas(pod, 0)
+        for name, amount in (("cpu", r.cpu_milli), ("memory", r.memory_bytes), (GPU, r.gpus)):
+            asks[pod.doc.ref][name] += amount * count
     for doc in index.of_kind("TFJob"):
         queue_name = (doc.obj.get("metadata") or {}).get("labels", {}).get(QUEUE_NAME_LABEL)
         if not isinstance(queue_name, str):
@@ -357,7 +345,6 @@ def tfjob_queue_fits(index: Index, rule: Rule) -> Iterator[Violation]:
                                 f"ClusterQueue {cq_name!r} holds {printer(quota.get(name, 0))}")
 
 
-@reads("TFJob", "LocalQueue")
 def tfjob_queued(index: Index, rule: Rule) -> Iterator[Violation]:
     """Where Kueue admits training (a LocalQueue in the TFJob's namespace), the TFJob names a
     queue: Kueue, managing every TFJob, suspends one without the label and never admits it."""

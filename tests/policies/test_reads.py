@@ -1,6 +1,7 @@
-"""Each cross-object rule declares what it reads (checker.Reads) and is run over just that, with
-or without the verdict cache. A declaration that leaves out something the rule needs changes its
-findings: here every such rule judges dist/ and every rule's fixtures both ways."""
+"""Each Python check is handed what its rule file declares (target, kinds, skeletons, and its
+@reads callables: checker.Reads) and is run over just that, with or without the verdict cache. A
+declaration that leaves out something the check needs changes its findings (or, for a kind it asks
+for by name, is refused): here every check judges dist/ and every rule's fixtures both ways."""
 from __future__ import annotations
 
 import functools
@@ -15,7 +16,8 @@ from colocate.checker.reads import EVERYTHING
 from tests.helpers import ROOT
 
 FIXTURES = Path(__file__).parent / "fixtures"
-CROSS = [r for r in checker.load_rules() if not checker.judges_alone(r)]
+CHECKS = [r for r in checker.load_rules() if r.check is not None]
+CROSS = [r for r in CHECKS if not checker.judges_alone(r)]
 
 
 def _inputs() -> list[tuple[str, list[Path]]]:
@@ -38,13 +40,23 @@ def _loaded() -> list[tuple[str, list, object]]:
     return out
 
 
-@pytest.mark.parametrize("rule", CROSS, ids=lambda r: r.id)
-def test_a_cross_object_rule_finds_the_same_over_what_it_declares_as_over_everything(rule):
+def _lossless(declared, docs: list, ctx) -> checker.Index:
+    """What the check would see if its view lost nothing: every object whole where the view
+    reduces some (skeletons, projections, objects a predicate picks); else every object of the
+    kinds it is handed, whole, which the kinds name as targeting (a kind it asks for and is not
+    handed is refused: tests/policies/test_undeclared_read.py)."""
+    if declared.whole is not None or declared.project is not None or declared.skeleton:
+        return checker.Index(docs, ctx)
+    return checker.Index([d for d in docs if declared.by_kind(d.kind, False) == checker.WHOLE], ctx)
+
+
+@pytest.mark.parametrize("rule", CHECKS, ids=lambda r: r.id)
+def test_a_check_finds_the_same_over_what_it_declares_as_over_what_it_would_see_whole(rule):
     declared = checker.rule_reads(rule)
     compared = 0
     for name, docs, ctx in _loaded():
-        everything = checker.Index(docs, ctx)
-        full = checker.evaluate([rule], everything, viewed={id(declared): everything})
+        lossless = _lossless(declared, docs, ctx)
+        full = checker.evaluate([rule], lossless, viewed={id(declared): lossless})
         viewed = checker.evaluate([rule], checker.Index(docs, ctx))
         assert viewed == full, f"{rule.id} on {name}"
         compared += bool(full)
