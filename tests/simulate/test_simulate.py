@@ -331,7 +331,7 @@ def test_a_config_without_what_simulate_needs_is_named(tmp_path):
     proc = colocate("simulate", str(DIST), "--config", str(no_schedule), "--scenario", "day")
     assert proc.returncode == 2 and "no-schedule.yaml:$.schedule: missing" in proc.stderr, proc.stderr
     no_simulation = tmp_path / "no-simulation.yaml"
-    no_simulation.write_text(text[:text.index("simulation:")])
+    no_simulation.write_text(text[:text.index("simulation:")] + text[text.index("\ncluster:") + 1:])
     proc = colocate("simulate", str(DIST), "--config", str(no_simulation))
     assert proc.returncode == 2 and "no-simulation.yaml:$.simulation: missing" in proc.stderr, proc.stderr
 
