@@ -339,16 +339,19 @@ def sync_change(argo: "ArgoCD", change: Path, held: set[str], tick=None) -> Sync
     argo.commit("the change")
     head = subprocess.run([*_GIT, "-C", str(argo.repo), "rev-parse", "HEAD"], check=True, capture_output=True,
                           text=True).stdout.strip()
-    for name in _app_paths(argo):
-        argo.refresh(name, "normal")
-    _wait(argo, lambda: all(_status(argo, name).get("sync", {}).get("revision") == head for name in _app_paths(argo)),
-          f"every Application to compare the change's commit {head[:8]}")
     expected = {d["metadata"]["name"] for f in sorted(change.rglob("*.yaml")) for d in safe_yaml.load_all(f.read_text())
                 if isinstance(d, dict) and d.get("kind") == "Application"}
     files = {"/".join(x for x in (d["kind"], (d.get("metadata") or {}).get("namespace"), (d.get("metadata") or {}).get("name")) if x):
              f.relative_to(change).as_posix() for f in sorted(change.rglob("*.yaml"))
              for d in safe_yaml.load_all(f.read_text()) if isinstance(d, dict) and "kind" in d}
     log = SyncLog(argo, head, files, held)
+    for name in _app_paths(argo):
+        argo.refresh(name, "normal")
+
+    def compared() -> bool:   # an Application may sync, and self-heal, while others still compare
+        log.record()
+        return all(_status(argo, name).get("sync", {}).get("revision") == head for name in _app_paths(argo))
+    _wait(argo, compared, f"every Application to compare the change's commit {head[:8]}")
 
     def poll(cp: ControlPlane) -> None:
         if tick:
