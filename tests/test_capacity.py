@@ -199,7 +199,7 @@ def test_replica_counts_the_api_server_takes_are_counted(tmp_path):
 
 def test_an_unparseable_quota_hard_limit_is_exit_2_naming_the_field(tmp_path):
     quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "online"},
-             "spec": {"hard": {"requests.memory": ".nan", "count/widgets": "any text: not counted"}}}
+             "spec": {"hard": {"requests.memory": ".nan", "count/widgets": "5"}}}
     (tmp_path / "all.yaml").write_text(yaml.safe_dump_all([_deployment("1"), quota]))
     proc = colocate("capacity", str(tmp_path))
     assert proc.returncode == 2 and "all.yaml:spec.hard.requests.memory: ResourceQuota/online/q: '.nan'" in proc.stderr, \

@@ -114,6 +114,10 @@ class Resources:
         return (other.cpu_milli <= self.cpu_milli and other.memory_bytes <= self.memory_bytes
                 and other.gpus <= self.gpus)
 
+    def by_name(self) -> tuple[tuple[str, int], ...]:
+        """(resource name, amount) of each, in name order."""
+        return ("cpu", self.cpu_milli), ("memory", self.memory_bytes), (GPU, self.gpus)
+
 
 @dataclass(frozen=True)
 class NodePoolProps:

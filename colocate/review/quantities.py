@@ -1,6 +1,6 @@
 """The quantities ``capacity`` and ``diff`` count, read before counting: a container's CPU, memory
 and GPU limits and requests (colocate/model/pods.py), the hard limits of a ResourceQuota that
-quota.py counts, the nominal quotas of a ClusterQueue that queue.py counts, and the replica counts
+model/resource_quota.py counts, the nominal quotas of a ClusterQueue that model/kueue_admission.py counts, and the replica counts
 they are multiplied by. One that is no Kubernetes quantity (NaN, Inf, a list, a boolean, digits
 other than ASCII), that is negative, or that is past what Kubernetes counts is bad input naming
 the file, the object and the field, never a crash, a count taken silently as the default, or
@@ -13,10 +13,10 @@ from typing import Iterable, Iterator
 from colocate.checker import manifests
 from colocate.checker.manifests import Doc
 from colocate.errors import InputError
-from colocate.model import pods, quantity
+from colocate.model import kueue_admission, pods, quantity, resource_quota
+from colocate.review import queue
 from colocate.model.names import GPU
 from colocate.model.pods import containers
-from colocate.review import queue, quota
 
 #: A container's resources that pod_resources counts, and their unit.
 COUNTED = {"cpu": "cpu", "memory": "memory", GPU: "count"}
@@ -77,10 +77,10 @@ def _quantities(doc: Doc) -> Iterator[tuple[str, object, str]]:
                     if key in values:
                         yield f"{path}.resources.{which}.{key}", values[key], unit
     if doc.kind == "ResourceQuota":
-        for key, value in quota.hard_limits(doc).items():
-            if quota.counted(key):
-                yield f"spec.hard.{key}", value, quota.unit(key)
+        for key, value in resource_quota.hard_limits(doc.obj).items():
+            if resource_quota.counted(key):
+                yield f"spec.hard.{key}", value, resource_quota.unit(key)
     if doc.kind == "ClusterQueue":
-        for field, resource, value in queue.nominal_quotas(doc):
+        for field, resource, value in kueue_admission.nominal_quotas(doc.obj):
             if resource in COUNTED:
                 yield field, value, COUNTED[resource]

@@ -1,11 +1,7 @@
 """How much of the training a dist/ tree asks for waits in Kueue's queue.
 
-Per ClusterQueue: its nominal quota summed over flavors, each TFJob that names one of its
-LocalQueues (label ``kueue.x-k8s.io/queue-name``) with its requests, and which jobs wait when the
-queue admits them in order, all or nothing, each one that fits what is left (``BestEffortFIFO``:
-kubernetes-sigs/kueue v0.10.6 pkg/queue/cluster_queue.go; a job that does not fit lets the next
-one in). Order is by name, the order Argo CD creates objects of one kind and wave in
-(gitops-engine pkg/sync/sync_tasks.go); Kueue's is creation time, the same on a first sync.
+Per ClusterQueue: its nominal quota, each TFJob that names one of its LocalQueues, and which
+jobs wait on the first night (colocate/model/kueue_admission.py, the model the rules share).
 Jobs that never end in one night are not modelled: this is what the first night can start.
 
 GPU-hours: a job's run time is not in the manifests; a job file may give it (``expectedHours``,
@@ -21,13 +17,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from colocate.checker import manifests
 from colocate.checker.manifests import Doc
 from colocate.errors import InputError
-from colocate.model import quantity
-from colocate.model.names import EXPECTED_HOURS_ANNOTATION, GPU, MAX_EXPECTED_HOURS, QUEUE_NAME_LABEL
+from colocate.model import kueue_admission
+from colocate.model.names import EXPECTED_HOURS_ANNOTATION, MAX_EXPECTED_HOURS
 from colocate.model.pods import ZERO, pod_resources, replicas
 from colocate.model.pools import Resources
 
@@ -116,33 +111,6 @@ def deltas(before: list[QueueUse], after: list[QueueUse]) -> list[QueueDelta]:
     return [QueueDelta(name, old.get(name), new.get(name)) for name in sorted(set(old) | set(new))]
 
 
-def nominal_quotas(doc: Doc) -> Iterator[tuple[str, str, object]]:
-    """(field path, resource name, nominalQuota) of each resource of a ClusterQueue's flavors;
-    a part of another shape counts as absent (the schema check reports it)."""
-    spec = doc.obj.get("spec")
-    groups = spec.get("resourceGroups") if isinstance(spec, dict) else None
-    for g, group in enumerate(groups if isinstance(groups, list) else []):
-        flavors = group.get("flavors") if isinstance(group, dict) else None
-        for f, flavor in enumerate(flavors if isinstance(flavors, list) else []):
-            resources = flavor.get("resources") if isinstance(flavor, dict) else None
-            for r, resource in enumerate(resources if isinstance(resources, list) else []):
-                if isinstance(resource, dict) and "nominalQuota" in resource:
-                    yield (f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}].nominalQuota",
-                           str(resource.get("name")), resource["nominalQuota"])
-
-
-def _quota(doc: Doc) -> Resources:
-    total = {"cpu": 0, "memory": 0, GPU: 0}
-    for _, name, value in nominal_quotas(doc):
-        if name == "cpu":
-            total["cpu"] += quantity.millicores(value)
-        elif name == "memory":
-            total["memory"] += quantity.to_bytes(value)
-        elif name == GPU:
-            total[GPU] += int(quantity.parse(value))
-    return Resources(total["cpu"], total["memory"], total[GPU])
-
-
 def expected_hours(doc: Doc) -> float | None:
     """A TFJob's ``colocate.io/expected-hours``, or None; a value that is no number of hours
     above 0 and at most MAX_EXPECTED_HOURS is bad input naming the file, object and field."""
@@ -165,31 +133,18 @@ def expected_hours(doc: Doc) -> float | None:
 def queues(docs: list[Doc], night_hours: float | None = None) -> list[QueueUse]:
     """One entry per ClusterQueue in ``docs``, sorted by name; none without Kueue.
     ``night_hours``: from the resume to the pause (None: no schedule, no night's GPU-hours)."""
-    local = {(d.namespace, d.name): _spec(d).get("clusterQueue") for d in docs if d.kind == "LocalQueue"
-             and isinstance(_spec(d).get("clusterQueue"), str)}
-    asked: dict[str, list[tuple[str, Resources, float | None]]] = {}
-    for doc in sorted((d for d in docs if d.kind == "TFJob"), key=lambda d: (d.namespace, d.name)):
-        label = doc.labels.get(QUEUE_NAME_LABEL)
-        queue = local.get((doc.namespace, label)) if isinstance(label, str) else None
-        if queue:
+    local = kueue_admission.cluster_queue_of(d for d in docs if d.kind == "LocalQueue")
+    quotas = {d.name: kueue_admission.nominal_quota(d.obj) for d in docs if d.kind == "ClusterQueue"}
+    asks, hours = [], {}
+    for doc in docs:
+        label = kueue_admission.queue_label(doc)
+        if label is not None and (doc.namespace, label) in local:
             requests = sum((pod_resources(p.spec).times(replicas(p, 0)) for p in manifests.pod_specs(doc)), ZERO)
-            asked.setdefault(queue, []).append((f"{doc.namespace}/{doc.name}", requests, expected_hours(doc)))
-    out = []
-    for doc in sorted((d for d in docs if d.kind == "ClusterQueue"), key=lambda d: d.name):
-        quota = free = _quota(doc)
-        jobs = []
-        for name, requests, hours in asked.get(doc.name, []):
-            fits = free.fits(requests)
-            if fits:
-                free = free + requests.times(-1)
-            jobs.append(QueuedJob(name, requests, waits=not fits, hours=hours))
-        out.append(QueueUse(doc.name, quota, tuple(jobs), night_hours))
-    return out
-
-
-def _spec(doc: Doc) -> dict:
-    spec = doc.obj.get("spec")
-    return spec if isinstance(spec, dict) else {}
+            asks.append(kueue_admission.QueuedAsk(doc.namespace, doc.name, label, requests))
+            hours[doc.namespace, doc.name] = expected_hours(doc)
+    return [QueueUse(name, quotas[name], tuple(QueuedJob(f"{a.namespace}/{a.name}", a.requests, waits,
+                                                         hours[a.namespace, a.name]) for a, waits in jobs), night_hours)
+            for name, jobs in sorted(kueue_admission.first_night(quotas, local, asks).items())]
 
 
 def night_hours(config_path: Path | None = None) -> float | None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
-from colocate.model import quantity
+from colocate.model import kueue_admission, quantity, resource_quota
 from colocate.checker import WORKLOAD_KINDS, Index, Rule, Violation, reads
 from colocate.checker.manifests import PodSpec, pod_specs
-from colocate.model.names import GPU, QUEUE_NAME_LABEL
+from colocate.model.names import GPU
 from colocate.model.pool_facts import PoolFacts, tolerated
 from colocate.model.pools import Resources
 from colocate.model.scheduling import node_selected
@@ -65,104 +65,57 @@ def pod_fits_a_pool(index: Index, rule: Rule) -> Iterator[Violation]:
                             + (f" (pools that admit it: {', '.join(p.name for p in admitting)})" if len(admitting) > 1 else ""))
 
 
-def _nodes(pod: PodSpec, pools: tuple[PoolFacts, ...]) -> int:
-    """Nodes a DaemonSet's pods run on: every node of the pools that admit it."""
-    return sum(p.nodes for p in pools if p.admits(pod.spec))
-
-
-def _contributions(doc, pools: tuple[PoolFacts, ...]) -> list[list]:
-    """[namespace, quota key, contributor, amount] of one object, in the order they are summed:
-    its pods (replicas counted, quota units: millicores, bytes, count), then its object counts."""
-    out: list[list] = []
-    # A job in a Kueue queue runs only once admitted within its ClusterQueue's quota: its pods
-    # are the queue's to count (COL120), not the namespace's sum of everything in the tree.
-    queued = doc.kind == "TFJob" and isinstance(((doc.obj.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL), str)
-    for pod in pod_specs(doc) if doc.kind in WORKLOAD_KINDS and not queued else ():  # most objects have none
-        ns = doc.namespace
-        count = replicas(pod, _nodes(pod, pools))
-        for which in ("requests", "limits"):
-            r = pod_resources(pod.spec, which)
-            for key, value in ((f"{which}.cpu", r.cpu_milli), (f"{which}.memory", r.memory_bytes),
-                               (f"{which}.{GPU}", r.gpus)):
-                if value * count:
-                    out.append([ns, key, f"{doc.ref}{' ' + pod.role if pod.role else ''} x{count}", value * count])
-        if count:
-            out.append([ns, "pods", doc.ref, count])
-    if doc.is_api_object and doc.namespace:
-        # Object counts (kubernetes v1.28.15 pkg/quota/v1/evaluator/core/persistent_volume_claims.go;
-        # count/<resource>[.<group>] of k8s.io/apiserver v0.28.15 pkg/quota/v1/generic/evaluator.go,
-        # the resource taken as the kind in lower case plus "s").
-        ns = doc.namespace
-        keys = [f"count/{doc.kind.lower()}s" + (f".{doc.group}" if doc.group else "")]
-        if doc.kind == "PersistentVolumeClaim" and not doc.group:
-            keys.append("persistentvolumeclaims")
-            storage = _storage_request(doc)
-            if storage:
-                out.append([ns, "requests.storage", doc.ref, storage])
-        for key in keys:
-            out.append([ns, key, doc.ref, 1])
-    return out
+def _pods(doc) -> Iterable[PodSpec]:
+    return pod_specs(doc) if doc.kind in WORKLOAD_KINDS else ()  # most objects have none
 
 
 def usage_projection(doc, ctx) -> dict | None:
-    """What COL051 reads of a quota (whole) or of an object with pods or storage (its
-    contributions alone, [quota key, contributor after its reference, amount]): a few bytes
-    where the object is KBs. Of every other object it reads the skeleton, which says its counts."""
+    """What COL051 reads of a quota (whole) or of an object with pods or storage: its
+    contributions alone ([quota key, contributor after its reference, amount, of its pods]) and
+    the LocalQueue a TFJob names, a few bytes where the object is KBs. Of every other object it
+    reads the skeleton, which says its counts."""
     if doc.kind not in WORKLOAD_KINDS and doc.kind not in ("ResourceQuota", "PersistentVolumeClaim"):
         return None
     ref = doc.ref
     rows = []
-    for ns, key, who, amount in _contributions(doc, ctx.pools):
-        if ns != doc.namespace or not who.startswith(ref):
+    for c in resource_quota.contributions(doc, _pods(doc), ctx.pools):
+        if c.namespace != doc.namespace or not c.who.startswith(ref):
             raise ValueError("not one object's contributions")  # read whole instead (Reads.chosen)
-        rows.append([key, who[len(ref):], amount])
+        rows.append([c.key, c.who[len(ref):], c.amount, c.of_pods])
     if doc.kind == "ResourceQuota":
         return {**doc.obj, "usage": rows}
+    queue = kueue_admission.queue_label(doc)
     return {"apiVersion": doc.obj.get("apiVersion"), "kind": doc.kind,
-            "metadata": {"name": doc.name, "namespace": doc.namespace}, "usage": rows}
+            "metadata": {"name": doc.name, "namespace": doc.namespace}, "usage": rows,
+            **({"queue": queue} if queue is not None else {})}
+
+
+def _contributions(doc, pools) -> tuple[list[resource_quota.Contribution], str | None]:
+    """An object's contributions and the LocalQueue it names, from its projection when it is one."""
+    if not doc.__dict__.get("projected"):
+        return resource_quota.contributions(doc, _pods(doc), pools), kueue_admission.queue_label(doc)
+    ref, ns = doc.ref, doc.namespace
+    return [resource_quota.Contribution(ns, key, ref + suffix, amount, of_pods)
+            for key, suffix, amount, of_pods in doc.obj["usage"]], doc.obj.get("queue")
 
 
 def _usage(index: Index) -> dict[str, dict[str, tuple[int, list[tuple[str, int]]]]]:
-    """Per namespace and quota key: the total and the contributors. One pass over the objects;
-    a projection (usage_projection) brings its contributions along."""
-    totals: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    parts: dict[str, dict[str, list[tuple[str, int]]]] = defaultdict(lambda: defaultdict(list))
+    """Per namespace and quota key: the total and the contributors, without the pods of the
+    TFJobs that wait in Kueue's queue on the first night (suspended, they have none)."""
+    per_doc, asks = [], []
     for doc in index.docs:
-        if doc.__dict__.get("projected"):
-            ref, ns = doc.ref, doc.namespace
-            rows = [(ns, key, ref + suffix, amount) for key, suffix, amount in doc.obj["usage"]]
-        else:
-            rows = _contributions(doc, index.ctx.pools)
-        for ns, key, who, amount in rows:
-            totals[ns][key] += amount
-            parts[ns][key].append((who, amount))
-    out = {}
-    for ns, by_key in totals.items():
-        for short in ("cpu", "memory"):
-            by_key[short], parts[ns][short] = by_key[f"requests.{short}"], parts[ns][f"requests.{short}"]
-        out[ns] = {k: (v, parts[ns][k]) for k, v in by_key.items()}
-    return out
-
-
-def _storage_request(doc) -> int:
-    value = (((doc.obj.get("spec") or {}).get("resources") or {}).get("requests") or {}).get("storage")
-    try:
-        return quantity.to_bytes(value) if quantity.is_quantity(value) else 0
-    except ValueError:
-        return 0
-
-
-def _in_quota_units(key: str, value: str) -> int:
-    if key.endswith("cpu"):
-        return quantity.millicores(value)
-    if key.endswith(("memory", "storage")):
-        return quantity.to_bytes(value)
-    return int(quantity.parse(value))
-
-
-def _print(key: str, value: int) -> str:
-    return quantity.format_cpu(value) if key.endswith("cpu") else \
-        quantity.format_bytes(value) if key.endswith(("memory", "storage")) else str(value)
+        rows, queue = _contributions(doc, index.ctx.pools)
+        per_doc.append(((doc.namespace, doc.name), rows))
+        if queue is not None and doc.kind == "TFJob":
+            asked: dict[str, int] = defaultdict(int)
+            for c in rows:
+                asked[c.key] += c.amount  # summed over the job's replica types
+            requests = Resources(asked.get("requests.cpu", 0), asked.get("requests.memory", 0),
+                                 asked.get(f"requests.{GPU}", 0))
+            asks.append(kueue_admission.QueuedAsk(doc.namespace, doc.name, queue, requests))
+    waits = kueue_admission.waiting({d.name: kueue_admission.nominal_quota(d.obj) for d in index.of_kind("ClusterQueue")},
+                                    kueue_admission.cluster_queue_of(index.of_kind("LocalQueue")), asks) if asks else set()
+    return resource_quota.totals(c for key, rows in per_doc for c in rows if not (c.of_pods and key in waits))
 
 
 @reads(project=usage_projection)
@@ -173,20 +126,19 @@ def namespace_quota(index: Index, rule: Rule) -> Iterator[Violation]:
     tops: dict[tuple[str, str], str] = {}  # the largest contributors, ranked once per namespace and key
     for quota in quotas:
         usage = by_namespace.get(quota.namespace, {})
-        for key, hard in sorted(((quota.obj.get("spec") or {}).get("hard") or {}).items()):
+        for key, hard in sorted(resource_quota.hard_limits(quota.obj).items()):
             if key not in usage or not quantity.is_quantity(hard):
                 continue
             total, parts = usage[key]
-            limit = _in_quota_units(key, hard)
-            if total > limit:
+            if total > resource_quota.hard(key, hard):
                 if (quota.namespace, key) not in tops:
-                    tops[quota.namespace, key] = ", ".join(f"{ref}: {_print(key, v)}"
+                    tops[quota.namespace, key] = ", ".join(f"{ref}: {resource_quota.show(key, v)}"
                                                            for ref, v in sorted(parts, key=lambda p: -p[1])[:3])
                 top = tops[quota.namespace, key]
                 what = "objects come to" if key.startswith(("count/", "persistentvolumeclaims", "requests.storage")) \
                     else "pods ask for"
                 yield Violation(quota, f"spec.hard[{key}]", f"hard {hard}, but the namespace's {what} "
-                                f"{_print(key, total)} ({top}); the API server refuses what is past the limit")
+                                f"{resource_quota.show(key, total)} ({top}); the API server refuses what is past the limit")
 
 
 def limit_range(index: Index, rule: Rule) -> Iterator[Violation]:

@@ -9,14 +9,15 @@ import posixpath
 from collections import defaultdict
 from typing import Any, Iterator
 
-from colocate.model import quantity
+from colocate.model import kueue_admission, quantity, resource_quota
 from colocate.checker import Index, Rule, Violation
 from colocate.model.names import (CHECKPOINT_ENV, GPU, JOB_NAME_LABEL, MAX_MEMORY_BURST, JOB_ROLE_LABEL,
                                    OPERATOR_NAME_LABEL, QUEUE_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL,
                                    TF_CHIEF_ROLES as CHIEF_ROLES, TF_CONTAINER, TFJOB_CONTROLLER,
                                    TFJOB_MIN_GRACE_SECONDS, tf_role)
 from colocate.checker.manifests import Doc, PodSpec, replica_specs_field
-from colocate.model.pods import containers, pod_resources, replicas
+from colocate.model.pods import ZERO, containers, pod_resources, replicas
+from colocate.model.pools import Resources
 from colocate.policies.checks.gpus import gpu_quantity
 from colocate.model.scheduling import selector_matches
 
@@ -292,24 +293,6 @@ def tfjob_ps_chief(index: Index, rule: Rule) -> Iterator[Violation]:
             yield Violation(doc, "spec.tfReplicaSpecs", f"{specs[PS_ROLE][0]} but no Chief")
 
 
-def _queue_quota(queue: Doc) -> dict[str, int]:
-    """A ClusterQueue's nominal quota per resource, summed over its flavors (quota units)."""
-    total: dict[str, int] = defaultdict(int)
-    for group in (queue.obj.get("spec") or {}).get("resourceGroups") or []:
-        for flavor in group.get("flavors") or []:
-            for resource in flavor.get("resources") or []:
-                value = resource.get("nominalQuota")
-                if isinstance(value, (str, int)) and quantity.is_quantity(str(value)):
-                    kind = "cpu" if resource.get("name") == "cpu" else "memory" if resource.get("name") == "memory" else "count"
-                    total[resource["name"]] += _in_units(kind, str(value))
-    return dict(total)
-
-
-def _in_units(kind: str, value: str) -> int:
-    return quantity.millicores(value) if kind == "cpu" else quantity.to_bytes(value) if kind == "memory" \
-        else int(quantity.parse(value))
-
-
 def tfjob_queue_fits(index: Index, rule: Rule) -> Iterator[Violation]:
     """A TFJob that names a Kueue LocalQueue: the queue exists in the checked tree, and the whole
     job fits its ClusterQueue's quota, else Kueue never admits it (the job waits for ever). A tree
@@ -318,14 +301,12 @@ def tfjob_queue_fits(index: Index, rule: Rule) -> Iterator[Violation]:
     if not cluster_queues:
         return
     local = {(d.namespace, d.name): d for d in index.of_kind("LocalQueue")}
-    asks: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    asks: dict[str, Resources] = defaultdict(lambda: ZERO)
     for pod in index.pods():
-        r, count = pod_resources(pod.spec), replicas(pod, 0)
-        for name, amount in (("cpu", r.cpu_milli), ("memory", r.memory_bytes), (GPU, r.gpus)):
-            asks[pod.doc.ref][name] += amount * count
+        asks[pod.doc.ref] += pod_resources(pod.spec).times(replicas(pod, 0))
     for doc in index.of_kind("TFJob"):
-        queue_name = (doc.obj.get("metadata") or {}).get("labels", {}).get(QUEUE_NAME_LABEL)
-        if not isinstance(queue_name, str):
+        queue_name = kueue_admission.queue_label(doc)
+        if queue_name is None:
             continue
         field = f"metadata.labels[{QUEUE_NAME_LABEL}]"
         queue = local.get((doc.namespace, queue_name))
@@ -337,12 +318,12 @@ def tfjob_queue_fits(index: Index, rule: Rule) -> Iterator[Violation]:
         if cq is None:
             yield Violation(doc, field, f"LocalQueue {queue_name!r} points at ClusterQueue {cq_name!r}, which is not in the tree")
             continue
-        quota = _queue_quota(cq)
-        for name, amount in sorted(asks[doc.ref].items()):
-            if amount and amount > quota.get(name, 0):
-                printer = quantity.format_cpu if name == "cpu" else quantity.format_bytes if name == "memory" else str
-                yield Violation(doc, "spec.tfReplicaSpecs", f"the job asks {printer(amount)} {name} in all, "
-                                f"ClusterQueue {cq_name!r} holds {printer(quota.get(name, 0))}")
+        quota = kueue_admission.nominal_quota(cq.obj)
+        for (name, asked), (_, held) in zip(asks[doc.ref].by_name(), quota.by_name()):
+            if asked > held:
+                key = f"requests.{name}"  # printed as the quota prints it
+                yield Violation(doc, "spec.tfReplicaSpecs", f"the job asks {resource_quota.show(key, asked)} {name} "
+                                f"in all, ClusterQueue {cq_name!r} holds {resource_quota.show(key, held)}")
 
 
 def tfjob_queued(index: Index, rule: Rule) -> Iterator[Violation]:
