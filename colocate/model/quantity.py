@@ -59,12 +59,25 @@ def is_quantity(value: object) -> bool:
 
 def millicores(value: str | int | float) -> int:
     """CPU quantity in millicores, rounded up as the kubelet does."""
+    return _millicores(value) if type(value) in (str, int, float) else _to_millicores(value)
+
+
+def to_bytes(value: str | int | float) -> int:
+    return _bytes(value) if type(value) in (str, int, float) else _to_bytes(value)
+
+
+def _to_millicores(value: str | int | float) -> int:
     milli = _exact_product(parse(value), 1000)
     return int(milli.to_integral_value(rounding="ROUND_CEILING"))
 
 
-def to_bytes(value: str | int | float) -> int:
+def _to_bytes(value: str | int | float) -> int:
     return int(parse(value).to_integral_value(rounding="ROUND_CEILING"))
+
+
+# The same few spellings in every pod of a tree, as for parse.
+_millicores = lru_cache(maxsize=4096, typed=True)(_to_millicores)
+_bytes = lru_cache(maxsize=4096, typed=True)(_to_bytes)
 
 
 def format_cpu(milli: int) -> str:

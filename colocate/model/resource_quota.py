@@ -17,8 +17,7 @@ Other keys are not counted. A TFJob that waits in Kueue's queue is suspended and
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Iterable, NamedTuple, Protocol, Sequence
 
 from colocate.model import quantity
 from colocate.model.names import GPU
@@ -37,10 +36,10 @@ class QuotaObject(Protocol):
     is_api_object: bool
 
 
-@dataclass(frozen=True)
-class Contribution:
+class Contribution(NamedTuple):
     """``amount`` of quota ``key`` that ``who`` takes in ``namespace``; ``of_pods``: pods the
-    object creates (what a suspended job does not take), else the object itself."""
+    object creates (what a suspended job does not take), else the object itself. A tuple: a
+    tree of 10,000 workloads makes some 100,000 of them."""
 
     namespace: str
     key: str
@@ -79,20 +78,23 @@ def contributions(doc: QuotaObject, pods: Iterable[PodTemplate], pools: Sequence
 ALIASES = {"cpu": "requests.cpu", "memory": "requests.memory"}
 
 
-def totals(rows: Iterable[Contribution]) -> dict[str, dict[str, tuple[int, list[tuple[str, int]]]]]:
-    """Per namespace and quota key (aliases included): the total and its contributors in order."""
-    amounts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    parts: dict[str, dict[str, list[tuple[str, int]]]] = defaultdict(lambda: defaultdict(list))
+def totals(rows: Iterable[Contribution]) -> dict[str, dict[str, int]]:
+    """Per namespace and quota key (aliases included): the total."""
+    out: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for row in rows:
-        amounts[row.namespace][row.key] += row.amount
-        parts[row.namespace][row.key].append((row.who, row.amount))
-    out = {}
-    for ns, by_key in amounts.items():
+        out[row.namespace][row.key] += row.amount
+    for by_key in out.values():
         for alias, key in ALIASES.items():
             if key in by_key:
-                by_key[alias], parts[ns][alias] = by_key[key], parts[ns][key]
-        out[ns] = {k: (v, parts[ns][k]) for k, v in by_key.items()}
+                by_key[alias] = by_key[key]
     return out
+
+
+def contributors(rows: Iterable[Contribution], namespace: str, key: str) -> list[tuple[str, int]]:
+    """Who takes quota ``key`` in ``namespace``, and how much, in order (asked of a key over its
+    limit only: most trees have none)."""
+    key = ALIASES.get(key, key)
+    return [(r.who, r.amount) for r in rows if r.key == key and r.namespace == namespace]
 
 
 def counted(key: str) -> bool:

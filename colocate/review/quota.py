@@ -39,7 +39,7 @@ def uses(docs: list[Doc], pools: Sequence[PoolFacts]) -> list[QuotaUse]:
             continue
         for key, value in sorted(resource_quota.hard_limits(doc.obj).items()):
             if resource_quota.counted(key):
-                used = per_ns.get(doc.namespace, {}).get(key, (0, []))[0]
+                used = per_ns.get(doc.namespace, {}).get(key, 0)
                 out.append(QuotaUse(doc.namespace, doc.name, key, used, resource_quota.hard(key, value)))
     return sorted(out, key=lambda q: (q.namespace, q.quota, q.resource))
 

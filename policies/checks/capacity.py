@@ -99,9 +99,9 @@ def _contributions(doc, pools) -> tuple[list[resource_quota.Contribution], str |
             for key, suffix, amount, of_pods in doc.obj["usage"]], doc.obj.get("queue")
 
 
-def _usage(index: Index) -> dict[str, dict[str, tuple[int, list[tuple[str, int]]]]]:
-    """Per namespace and quota key: the total and the contributors, without the pods of the
-    TFJobs that wait in Kueue's queue on the first night (suspended, they have none)."""
+def _usage(index: Index) -> list[resource_quota.Contribution]:
+    """What the objects take of their namespaces' quotas, without the pods of the TFJobs that
+    wait in Kueue's queue on the first night (suspended, they have none)."""
     per_doc, asks = [], []
     for doc in index.docs:
         rows, queue = _contributions(doc, index.ctx.pools)
@@ -110,28 +110,29 @@ def _usage(index: Index) -> dict[str, dict[str, tuple[int, list[tuple[str, int]]
             asked: dict[str, int] = defaultdict(int)
             for c in rows:
                 asked[c.key] += c.amount  # summed over the job's replica types
-            requests = Resources(asked.get("requests.cpu", 0), asked.get("requests.memory", 0),
-                                 asked.get(f"requests.{GPU}", 0))
+            requests = Resources(asked["requests.cpu"], asked["requests.memory"], asked[f"requests.{GPU}"])
             asks.append(kueue_admission.QueuedAsk(doc.namespace, doc.name, queue, requests))
     waits = kueue_admission.waiting({d.name: kueue_admission.nominal_quota(d.obj) for d in index.of_kind("ClusterQueue")},
                                     kueue_admission.cluster_queue_of(index.of_kind("LocalQueue")), asks) if asks else set()
-    return resource_quota.totals(c for key, rows in per_doc for c in rows if not (c.of_pods and key in waits))
+    return [c for key, rows in per_doc for c in rows if not (c.of_pods and key in waits)]
 
 
 @reads(project=usage_projection)
 def namespace_quota(index: Index, rule: Rule) -> Iterator[Violation]:
     """A namespace's pods, replicas counted, within each ResourceQuota's hard limits."""
     quotas = index.of_kind("ResourceQuota")
-    by_namespace = _usage(index) if quotas else {}
+    rows = _usage(index) if quotas else []
+    by_namespace = resource_quota.totals(rows)
     tops: dict[tuple[str, str], str] = {}  # the largest contributors, ranked once per namespace and key
     for quota in quotas:
         usage = by_namespace.get(quota.namespace, {})
         for key, hard in sorted(resource_quota.hard_limits(quota.obj).items()):
             if key not in usage or not quantity.is_quantity(hard):
                 continue
-            total, parts = usage[key]
+            total = usage[key]
             if total > resource_quota.hard(key, hard):
                 if (quota.namespace, key) not in tops:
+                    parts = resource_quota.contributors(rows, quota.namespace, key)
                     tops[quota.namespace, key] = ", ".join(f"{ref}: {resource_quota.show(key, v)}"
                                                            for ref, v in sorted(parts, key=lambda p: -p[1])[:3])
                 top = tops[quota.namespace, key]
