@@ -7,7 +7,7 @@ from typing import Callable, Mapping, TypeVar
 
 from colocate.errors import InputError, PropError
 from colocate.model.cluster import Cluster, OnlineServiceSpec
-from colocate.model.pools import KubeletReservations, NodePoolProps, Taint
+from colocate.model.pools import POOL_FIELDS, NodePoolProps, pool_from_fields
 from colocate.model.scheduling import ImageRef, reference_error
 from colocate.model.slo import LatencySlo
 from colocate.model.tiers import PriorityTier, validate_tiers
@@ -58,22 +58,19 @@ def _given(data: Mapping, **fields: str) -> dict:
     return {field: data[key] for key, field in fields.items() if key in data}
 
 
-def _text(values: Mapping | None) -> dict[str, str]:
-    """Quantities as the model keeps them: YAML reads ``cpu: 16`` as a number."""
-    return {k: str(v) for k, v in (values or {}).items()}
-
-
 def _pool(data: Mapping) -> NodePoolProps:
-    kubelet = data.get("kubelet") or {}
-    props = NodePoolProps(
-        name=data["name"], nodes=data["nodes"], cpu=str(data["cpu"]), memory=str(data["memory"]),
-        gpus=data.get("gpus", 0), labels=dict(data.get("labels") or {}),
-        taints=tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in data.get("taints") or ()),
-        kubelet=KubeletReservations(system_reserved=_text(kubelet.get("systemReserved")),
-                                    kube_reserved=_text(kubelet.get("kubeReserved")),
-                                    eviction_hard=_text(kubelet.get("evictionHard")),
-                                    cpu_manager_policy=kubelet.get("cpuManagerPolicy", "none")),
-    )
+    """A pool entry, field by field of POOL_FIELDS; a key left out keeps the model's default."""
+    values = {}
+    for f in POOL_FIELDS:
+        where, found = data, True
+        for part in f.key.split("."):
+            found = isinstance(where, Mapping) and part in where
+            if not found:
+                break
+            where = where[part]
+        if found:
+            values[f.attr] = f.read(where)
+    props = pool_from_fields(values)
     props.validate()
     return props
 

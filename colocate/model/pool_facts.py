@@ -4,13 +4,13 @@ them given with ``--cluster``), never from the generator. Plain data, no cdk8s."
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from colocate.model import quantity
 from colocate.errors import InputError
 from colocate.base.layout import nodepool_path
 from colocate.model.names import GPU, KUBELET_NODE_LABELS
-from colocate.model.pools import NodePoolProps, Resources, Taint
+from colocate.model.pools import POOL_FIELDS, NodePoolProps, Resources, Taint
 from colocate.model.scheduling import node_selected
 
 API_VERSION, KIND = "colocate.io/v1alpha1", "NodePool"
@@ -64,13 +64,21 @@ def resource_list(r: Resources) -> dict[str, str]:
     return out
 
 
+#: The NodePool spec keys describe() computes from several fields (PoolField.described names
+#: them); every other described key carries its one field's value as it is.
+DERIVED: Mapping[str, Callable[[NodePoolProps], Any]] = {
+    "capacity": lambda pool: resource_list(pool.capacity),
+    "allocatable": lambda pool: resource_list(pool.allocatable),
+    "labels": lambda pool: node_labels(pool.node_labels),
+    "taints": lambda pool: [t.to_kube() for t in pool.taints],
+}
+
+
 def describe(pool: NodePoolProps) -> dict[str, Any]:
-    """The ``NodePool`` document synth writes for a pool."""
-    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": pool.name},
-            "spec": {"nodes": pool.nodes, "capacity": resource_list(pool.capacity),
-                     "allocatable": resource_list(pool.allocatable), "labels": node_labels(pool.node_labels),
-                     "taints": [t.to_kube() for t in pool.taints],
-                     "cpuManagerPolicy": pool.kubelet.cpu_manager_policy}}
+    """The ``NodePool`` document synth writes for a pool, by POOL_FIELDS."""
+    spec = {key: make(pool) for key, make in DERIVED.items()}
+    spec.update({key: f.of(pool) for f in POOL_FIELDS for key in f.described if key not in DERIVED})
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": pool.name}, "spec": spec}
 
 
 def node_labels(labels: Mapping[str, str]) -> dict[str, str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 from colocate.model import quantity
 from colocate.errors import PropError
@@ -236,3 +236,73 @@ class NodePoolProps:
             raise PropError(self._where(), "kubelet", f"reservations leave no allocatable resources "
                             f"(cpu {cpu}m, memory {memory} bytes of capacity {cap})")
         return Resources(cpu, memory, cap.gpus)
+
+
+# --- The pool's fields, one list (CONTRIBUTING.md "Recipe: add a pool field") -------------------
+
+def _text(values: Mapping[str, Any]) -> dict[str, str]:
+    """Quantities as the model keeps them: YAML reads ``cpu: 16`` as a number."""
+    return {k: str(v) for k, v in values.items()}
+
+
+def _taints(values: Sequence[Mapping[str, Any]]) -> tuple[Taint, ...]:
+    return tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in values)
+
+
+@dataclass(frozen=True)
+class PoolField:
+    """One field of a node pool, as each of its homes spells it. colocate/model/cluster_yaml.py reads
+    colocate.yaml by this list and pool_facts.describe() writes the NodePool description by it; tests
+    (tests/model/test_pool_fields.py) fail when the model, colocate.yaml's schema or the NodePool
+    schema disagree with it."""
+
+    #: The NodePoolProps attribute; ``kubelet.<name>`` for one of its KubeletReservations.
+    attr: str
+    #: Its key in a ``cluster.pools[]`` entry of colocate.yaml; ``kubelet.<key>`` below ``kubelet:``.
+    key: str
+    #: Its type there: a JSON Schema type, a ``$defs`` name of config.schema.json, or the allowed values.
+    type: str | tuple[str, ...]
+    #: What it means (the schema's description says the same).
+    description: str
+    #: A value colocate.yaml may give it, other than the default (the tests build a pool of them).
+    example: Any
+    #: The NodePool description's spec keys it shows in; a key describe() does not compute from
+    #: several fields (pool_facts.DERIVED) carries the field's value as it is. (): not described.
+    described: tuple[str, ...] = ()
+    #: colocate.yaml's value (already schema-checked) as the model keeps it.
+    read: Callable[[Any], Any] = lambda value: value
+
+    def of(self, pool: "NodePoolProps") -> Any:
+        """The field's value in ``pool``."""
+        value: Any = pool
+        for part in self.attr.split("."):
+            value = getattr(value, part)
+        return value
+
+
+POOL_FIELDS: tuple[PoolField, ...] = (
+    PoolField("name", "name", "dnsLabel", "pool name; also the colocate.io/pool node label", "gpu-a"),
+    PoolField("nodes", "nodes", "integer", "number of nodes", 3, ("nodes",)),
+    PoolField("cpu", "cpu", "quantity", "CPU capacity of one node", 16, ("capacity", "allocatable"), str),
+    PoolField("memory", "memory", "quantity", "memory capacity of one node", "64Gi", ("capacity", "allocatable"), str),
+    PoolField("gpus", "gpus", "integer", "NVIDIA GPUs per node", 2, ("capacity", "allocatable")),
+    PoolField("labels", "labels", "object", "node labels besides colocate.io/pool", {"role": "gpu"}, ("labels",), dict),
+    PoolField("taints", "taints", "array", "node taints; none: any pod may land",
+              [{"key": "gpu", "value": "true", "effect": "NoSchedule"}], ("taints",), _taints),
+    PoolField("kubelet.system_reserved", "kubelet.systemReserved", "resources", "kept for the OS and its daemons",
+              {"cpu": "500m", "memory": "2Gi"}, ("allocatable",), _text),
+    PoolField("kubelet.kube_reserved", "kubelet.kubeReserved", "resources",
+              "kept for the kubelet and the container runtime", {"cpu": "500m"}, ("allocatable",), _text),
+    PoolField("kubelet.eviction_hard", "kubelet.evictionHard", "object", "hard eviction thresholds; signals left "
+              "out keep the kubelet's defaults (memory.available 500Mi)", {"memory.available": "1Gi"},
+              ("allocatable",), _text),
+    PoolField("kubelet.cpu_manager_policy", "kubelet.cpuManagerPolicy", ("none", "static"),
+              "static gives Guaranteed pods with integer CPU exclusive cores", "static", ("cpuManagerPolicy",)),
+)
+
+
+def pool_from_fields(values: Mapping[str, Any]) -> NodePoolProps:
+    """A NodePoolProps from values by PoolField.attr; absent ones keep the model's default."""
+    kubelet = {attr.removeprefix("kubelet."): v for attr, v in values.items() if attr.startswith("kubelet.")}
+    return NodePoolProps(**{attr: v for attr, v in values.items() if not attr.startswith("kubelet.")},
+                         kubelet=KubeletReservations(**kubelet))

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 from colocate.base import compiled
 from colocate.errors import ColocateError, InputError
 from colocate.model.cluster import Cluster
-from colocate.model.names import TIER_LABEL
+from colocate.model.names import TIER_LABEL, kps_fullname
 from colocate.base.data_files import data_path
 
 RULES_DIR = data_path("colocate.policies", "rules")
@@ -117,4 +117,5 @@ def placeholder_values(cluster: Cluster, registry_host: str = "", proxied_regist
             "online_taint_key": cluster.online_taint.key, "tier_label": TIER_LABEL,
             "tier_classes": ", ".join(t.name for t in cluster.tiers), "online_namespace": cluster.online_namespace,
             "training_namespace": cluster.training_namespace,
-            "offline_namespaces": ", ".join(sorted(offline_namespaces or (cluster.training_namespace,)))}
+            "offline_namespaces": ", ".join(sorted(offline_namespaces or (cluster.training_namespace,))),
+            "kps_fullname": kps_fullname(cluster.prometheus_release)}

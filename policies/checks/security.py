@@ -6,9 +6,10 @@ from typing import Any, Iterator
 
 from colocate.checker import Index, Rule, Violation
 from colocate.checker.manifests import PodSpec
+from colocate.errors import InputError
 from colocate.model import pods
-from colocate.model.names import kps_fullname
 from colocate.model.scheduling import ImageRef
+from colocate.rules.files import fill
 
 
 def _runs(repository: str, image: Any) -> bool:
@@ -203,20 +204,23 @@ def secret_in_manifests(index: Index, rule: Rule) -> Iterator[Violation]:
 ESCALATION_VERBS = frozenset({"bind", "escalate", "impersonate"})
 
 
-def upstream_roles(index: Index) -> dict[str, str]:
-    """ClusterRoles upstream projects ship with wildcards on purpose, and why (docs/security.md)."""
-    operator = ("the Prometheus operator manages its custom resources, StatefulSets, ConfigMaps and Secrets "
-                "(kube-prometheus-stack 55.5.1)")
-    return {
-        "argocd-application-controller": "Argo CD syncs any kind into any namespace (argo-cd v2.10.15)",
-        "argocd-server": "the Argo CD UI gets, patches and deletes any live object (argo-cd v2.10.15)",
-        f"{kps_fullname(index.ctx.cluster.prometheus_release)}-operator": operator,
-        "prometheus-operator": operator + ", as kube-prometheus v0.13.0 names it",
-    }
+def _allowed_roles(index: Index, rule: Rule) -> set[str]:
+    """The ClusterRoles the rule file's allow-list (``params.allowed``: upstream controllers that need
+    wildcards or bind/escalate/impersonate, each with its reason and source) excepts, their
+    ``${name}`` placeholders (a chart's fullname) filled from the configuration."""
+    roles = set()
+    for i, entry in enumerate((rule.params or {}).get("allowed", ())):
+        if "clusterRole" in entry:
+            try:
+                roles.add(fill(entry["clusterRole"], index.ctx.values))
+            except KeyError as unknown:
+                raise InputError(rule.file, f"$.params.allowed[{i}].clusterRole",
+                                 f"unknown placeholder ${{{unknown.args[0]}}} (known: {', '.join(sorted(index.ctx.values))})") from None
+    return roles
 
 
 def rbac_wildcards(index: Index, rule: Rule) -> Iterator[Violation]:
-    allowed = upstream_roles(index)
+    allowed = _allowed_roles(index, rule)
     for doc in index.api_objects():
         if doc.group != "rbac.authorization.k8s.io":
             continue

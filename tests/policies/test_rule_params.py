@@ -65,3 +65,52 @@ def test_a_malformed_allow_list_entry_is_bad_input(tmp_path):
     with pytest.raises(InputError) as raised:
         rule_files.read_rules(rules)
     assert victim.name in str(raised.value) and "hostPaths" in str(raised.value)
+
+
+def _without_entry(victim: Path, role: str) -> None:
+    """Drop the allow-list entry of ClusterRole ``role`` (its line and its reason's) from the rule file."""
+    lines = victim.read_text().splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.strip() == f"- clusterRole: {role}")
+    assert lines[start + 1].lstrip().startswith("reason:")
+    victim.write_text("".join(lines[:start] + lines[start + 2:]))
+
+
+def test_an_upstream_cluster_role_keeps_its_wildcards_only_while_its_rule_file_allows_it(tmp_path):
+    rules = _copy(tmp_path)
+    fixture = FIXTURES / "COL507" / "pass.yaml"
+    assert _findings(rules, "COL507", fixture) == []
+    _without_entry(next(rules.glob("COL507-*.yaml")), "argocd-application-controller")
+    assert _findings(rules, "COL507", fixture) == ["rules[0].verbs", "rules[0].resources", "rules[1].verbs"]
+
+
+def test_the_operator_role_is_named_after_the_configured_prometheus_release(tmp_path):
+    from colocate.model.names import kps_fullname
+
+    rules = _copy(tmp_path)
+    role = f"{kps_fullname(config.load().cluster.prometheus_release)}-operator"
+    fixture = tmp_path / "operator.yaml"
+    fixture.write_text("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n"
+                       f"metadata: {{name: {role}}}\n"
+                       "rules:\n- apiGroups: [apps]\n  resources: [statefulsets]\n  verbs: ['*']\n")
+    assert _findings(rules, "COL507", fixture) == []
+    _without_entry(next(rules.glob("COL507-*.yaml")), '"${kps_fullname}-operator"')
+    assert _findings(rules, "COL507", fixture) == ["rules[0].verbs"]
+
+
+def test_an_unknown_placeholder_in_a_cluster_role_is_bad_input(tmp_path):
+    rules = _copy(tmp_path)
+    victim = next(rules.glob("COL507-*.yaml"))
+    victim.write_text(victim.read_text().replace("${kps_fullname}-operator", "${kps_fulname}-operator", 1))
+    with pytest.raises(InputError) as raised:
+        _findings(rules, "COL507", FIXTURES / "COL507" / "pass.yaml")
+    assert victim.name in str(raised.value) and "clusterRole" in str(raised.value) and "kps_fulname" in str(raised.value)
+
+
+def test_a_cluster_role_entry_grants_no_host_access(tmp_path):
+    rules = _copy(tmp_path)
+    victim = next(rules.glob("COL507-*.yaml"))
+    victim.write_text(victim.read_text().replace("- clusterRole: argocd-server\n",
+                                                 "- clusterRole: argocd-server\n      capabilities: [SYS_ADMIN]\n", 1))
+    with pytest.raises(InputError) as raised:
+        rule_files.read_rules(rules)
+    assert victim.name in str(raised.value)
