@@ -84,3 +84,17 @@ def test_the_workflow_passes_only_inputs_the_action_declares(tmp_path):
     assert code == 0, out
     given = yaml_load(text)["jobs"]["colocate"]["steps"][-1]["with"]
     assert set(given) <= set(yaml_load((ROOT / "action.yml").read_text())["inputs"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scaffolded", ["minimal"], indirect=True)
+def test_the_cdk8s_cli_writes_the_same_dist_as_colocate_synth(scaffolded, tmp_path):
+    """The scaffold's cdk8s.yaml under the real cdk8s CLI (npm): `python` is the one colocate is installed in."""
+    example, repo = scaffolded
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy, ignore=shutil.ignore_patterns("dist"))
+    # tests.helpers.run puts node_modules/.bin and this interpreter's folder (`python`) first on PATH.
+    proc = run(["cdk8s", "synth", "--no-check-upgrade"], cwd=copy)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert render.read_tree(copy / "dist") == render.read_tree(repo / "dist")
+    assert render.read_tree(copy / "build" / "cdk8s") == render.read_tree(repo / "dist")
