@@ -177,14 +177,28 @@ def test_installed_init_writes_a_starter_configuration_once(installed: Path, tmp
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "colocate.yaml").read_text() == (ROOT / "colocate.yaml").read_text()
-    proc = subprocess.run([str(installed / "colocate"), "init"], cwd=tmp_path, env=_wheel_env(),
-                          capture_output=True, text=True)
-    assert proc.returncode == 2 and "colocate.yaml already exists" in proc.stderr, proc.stderr
+    proc = subprocess.run([str(installed / "colocate"), "init", "--add", "colocate.yaml"], cwd=tmp_path,
+                          env=_wheel_env(), capture_output=True, text=True)
+    assert proc.returncode == 2 and "colocate.yaml: already exists" in proc.stderr, proc.stderr
     # Now a repository: check uses its configuration and says nothing about it.
     shutil.copytree(ROOT / "dist", tmp_path / "dist")
     proc = subprocess.run([str(installed / "colocate"), "check", "dist"], cwd=tmp_path, env=_wheel_env(),
                           capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+@pytest.mark.parametrize("example", ["reference", "minimal"])
+def test_the_wheel_ships_every_file_init_writes(installed: Path, tmp_path: Path, example: str):
+    """The templates are package data (pyproject.toml): dotfiles and .github/ too, which a plain
+    ** glob skips."""
+    from colocate.cli import scaffold
+
+    proc = subprocess.run([str(installed / "colocate"), "init", "--example", example], cwd=tmp_path,
+                          env=_wheel_env(), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == list(scaffold.files(example))
+    for rel, template in scaffold.files(example).items():
+        assert (tmp_path / rel).read_bytes() == template.read_bytes(), rel
 
 
 def test_the_packaged_reference_configuration_is_the_repositorys():

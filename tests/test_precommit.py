@@ -79,8 +79,7 @@ def test_consumer_hooks_fail_on_a_stale_dist_and_pass_on_a_fresh_one(tmp_path):
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "cluster")
 
-    # A job request merged without re-synthesizing: dist/ is stale.
-    (repo / "jobs").mkdir()
+    # A job request merged without re-synthesizing: dist/ is stale (jobs/ holds init's example).
     shutil.copy(ROOT / "jobs" / "tf-mnist-dist.yaml", repo / "jobs" / "tf-mnist-dist.yaml")
     git(repo, "add", "-A")
     code, out = _try_repo(repo, home)

@@ -163,8 +163,7 @@ def test_installed_colocate_inits_synthesizes_checks_and_diffs_a_new_repository(
 
     _run(["git", "add", "-A"], cwd=repo, env=env)
     _run(["git", "commit", "-q", "-m", "cluster"], cwd=repo, env=env)
-    # A job request merged: diff names the new TFJob.
-    (repo / "jobs").mkdir()
+    # A job request merged: diff names the new TFJob (jobs/ holds init's example already).
     shutil.copy(ROOT / "jobs" / "tf-mnist-dist.yaml", repo / "jobs" / "tf-mnist-dist.yaml")
     _run([colocate_cli, "synth"], cwd=repo, env=env)
     proc = _run([colocate_cli, "diff", "HEAD", "--format", "markdown"], cwd=repo, env=env)
