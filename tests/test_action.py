@@ -1,7 +1,7 @@
 """action.yml, colocate's composite GitHub Action, under actionlint and shellcheck.
 
 actionlint lints workflows, not action metadata: run on action.yml it reports a workflow with no
-`on` and no `jobs`. So it lints the action twice over: (1) a consumer's workflow that `uses: ./`,
+`on` and no `jobs`. So it lints the action twice over: (1) the workflow `colocate init` scaffolds, with `uses: ./`,
 where actionlint reads action.yml and checks the inputs the workflow passes against the ones it
 declares; (2) the action's steps moved into a reusable workflow whose workflow_call inputs are
 the action's, where actionlint checks every expression, step id and context, the inputs of the
@@ -24,29 +24,15 @@ ACTION = ROOT / "action.yml"
 ACTIONLINT = ROOT / "bin" / "actionlint"
 SHELLCHECK = VENV_BIN / "shellcheck"
 
-_CONSUMER = """\
-name: colocate
-on:
-  pull_request:
-  push:
-    branches: [main]
-permissions:
-  contents: read
-jobs:
-  colocate:
-    runs-on: ubuntu-latest
-    permissions:
-      contents: read
-      security-events: write
-      pull-requests: write
-    steps:
-      - uses: actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1 # v7.0.1
-        with:
-          fetch-depth: 0
-      - uses: ./
-        with:
-          {input}: warning
-"""
+#: The workflow `colocate init` scaffolds, using this checkout's action.yml.
+_TEMPLATE = ROOT / "colocate" / "base" / "data" / "init" / "common" / ".github" / "workflows" / "colocate.yml"
+
+
+def _consumer(misspelt: bool = False) -> str:
+    text = _TEMPLATE.read_text()
+    assert "uses: OWNER/colocate@RELEASE" in text and "fail-on: " in text
+    text = text.replace("uses: OWNER/colocate@RELEASE", "uses: ./")
+    return text.replace("fail-on: ", "fail-onn: ") if misspelt else text
 
 
 def _actionlint(repo: Path) -> tuple[int, str]:
@@ -66,13 +52,13 @@ def _repo(tmp_path: Path, workflow: str) -> Path:
 
 
 def test_a_workflow_using_the_action_is_lint_clean(tmp_path):
-    code, out = _actionlint(_repo(tmp_path, _CONSUMER.format(input="fail-on")))
+    code, out = _actionlint(_repo(tmp_path, _consumer()))
     assert code == 0, out
 
 
 def test_actionlint_reads_the_actions_inputs(tmp_path):
     """The check above can fail: an input action.yml does not declare is an error."""
-    code, out = _actionlint(_repo(tmp_path, _CONSUMER.format(input="fail-onn")))
+    code, out = _actionlint(_repo(tmp_path, _consumer(misspelt=True)))
     assert code == 1 and 'input "fail-onn" is not defined in action "colocate"' in out, out
 
 
