@@ -133,6 +133,8 @@ def test_diff_against_the_commit_is_empty(cluster):
 
 
 def test_diff_against_the_minimal_example_reports_the_change(cluster):
+    """Each revision's dist/ is checked against its own colocate.yaml: both check clean, so the
+    change introduces and resolves no finding (against the new names the old tree broke rules)."""
     _variant, repo = cluster
     for revisions in (["HEAD~1"], ["HEAD~1", "HEAD"]):
         out = _ok(colocate("diff", *revisions, cwd=repo))
@@ -141,3 +143,24 @@ def test_diff_against_the_minimal_example_reports_the_change(cluster):
         assert ["added", "Namespace", NEW_TRAINING] in [line[:3] for line in lines], out
         assert ["removed", "Namespace", OLD_TRAINING] in [line[:3] for line in lines], out
         assert f"removed TFJob {OLD_TRAINING}/mnist-example" in out, out  # dangerous: the job stops
+        assert "policy: 0 findings introduced, 0 resolved" in out.splitlines()[0], out
+
+
+def test_a_base_colocate_yaml_the_package_cannot_read_falls_back_with_a_warning(tmp_path):
+    """An older revision's colocate.yaml that no longer loads does not stop the diff: its dist/ is
+    checked against the working tree's file, and the warning names the revision and the key."""
+    git(tmp_path, "init", "-q")
+    _ok(colocate("init", "--example", "minimal", cwd=tmp_path))
+    _ok(colocate("synth", cwd=tmp_path))
+    good = (tmp_path / "colocate.yaml").read_text()
+    (tmp_path / "colocate.yaml").write_text(good.replace("  pools:\n", "  pools: 5\n  old:\n", 1))
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "a colocate.yaml of another version")
+    (tmp_path / "colocate.yaml").write_text(good)
+    proc = colocate("diff", "HEAD", cwd=tmp_path)
+    out = _ok(proc)
+    assert "policy: 0 findings introduced, 0 resolved" in out.splitlines()[0], out
+    head = git(tmp_path, "rev-parse", "HEAD")[:12]
+    assert f"colocate: warning: colocate.yaml at {head}:" in proc.stderr, proc.stderr
+    assert "$.cluster.pools" in proc.stderr and "working tree's colocate.yaml" in proc.stderr, proc.stderr
+
