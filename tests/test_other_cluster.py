@@ -4,6 +4,7 @@ renamed; in the second variant every pool, namespace, tier and the registry rena
 commits again, and synth, check, capacity and diff work on that cluster with the installed CLI."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,25 @@ def test_a_base_colocate_yaml_the_package_cannot_read_falls_back_with_a_warning(
     assert f"colocate: warning: colocate.yaml at {head}:" in proc.stderr, proc.stderr
     assert "$.cluster.pools" in proc.stderr and "working tree's colocate.yaml" in proc.stderr, proc.stderr
 
+
+@pytest.mark.parametrize("cluster", ["renamed"], indirect=True)
+def test_celcosts_large_objects_use_the_measured_clusters_names(cluster):
+    """The admission cost measurement (tests/simulate/test_admission.py) builds its large objects in
+    the names of the cluster it measures: valid ones pass its rules, broken ones break them."""
+    from colocate.simulate import celcost
+
+    _variant, repo = cluster
+    config = yaml_load((repo / "colocate.yaml").read_text())
+    tiers = {t["role"]: t["name"] for t in config["cluster"]["tiers"]}
+    _policies, objects, _namespaces = celcost.reference_cases(repo / "dist", repo / "colocate.yaml")
+    large = {(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]): json.dumps(o) for o in objects
+             if o["metadata"]["name"] in ("large", "large-broken")}
+    online = config["cluster"]["namespaces"]["online"]
+    assert sorted(large) == sorted((kind, ns, name) for name in ("large", "large-broken") for kind, ns in (
+        ("TFJob", NEW_TRAINING), ("Deployment", NEW_TRAINING), ("Deployment", online)))
+    host = config["registry"]["host"]
+    for (kind, ns, name), text in large.items():
+        broken = name == "large-broken"
+        assert (f'"{host}/' in text) != broken and ('"ghcr.io/' in text) == broken, (kind, ns, name)
+        expected = tiers["online"] if broken or ns == online else tiers["offline"]
+        assert f'"priorityClassName": "{expected}"' in text, (kind, ns, name)
