@@ -107,7 +107,11 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
             raise ColocateError(f"{dist}: in neither {base_label} nor {head_label}; --dist names the folder of the "
                                 "synth output in the repository (default: dist)")
         before, after = tree.load(base_label, base_root, dist), tree.load(head_label, head_root, dist)
-        impact = policy.impact(base_root, head_root, config_path) if with_policy else None
+        impact = None
+        if with_policy:
+            with tree.config_at(repo, base_rev, config_path) as base_config, \
+                    tree.config_at(repo, head_rev, config_path) as head_config:
+                impact = policy.impact(base_root, head_root, base_config, head_config)
         load = quotas = None
         unfit: tuple[usage.Unfit, ...] = ()
         queued: tuple[queue.QueueDelta, ...] = ()

@@ -25,8 +25,9 @@ def findings(root: Path, config_path: Path | None) -> set[Finding]:
             for f in result.findings}
 
 
-def impact(base_root: Path, head_root: Path, config_path: Path | None) -> PolicyImpact:
-    before, after = findings(base_root, config_path), findings(head_root, config_path)
+def impact(base_root: Path, head_root: Path, base_config: Path | None, head_config: Path | None) -> PolicyImpact:
+    """Each tree checked against its own revision's colocate.yaml (tree.config_at)."""
+    before, after = findings(base_root, base_config), findings(head_root, head_config)
     def order(f):
         return (f.severity != "error", f.rule, f.file, f.field)
 

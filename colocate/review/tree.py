@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import subprocess
+import sys
 import tarfile
 import tempfile
 from contextlib import contextmanager
@@ -14,6 +15,7 @@ import yaml
 
 from colocate.checker import manifests
 from colocate.base import safe_yaml
+from colocate.base.text import escape_lines
 from colocate.errors import ColocateError, InputError
 from colocate.base.layout import INDEX_FILE
 
@@ -106,6 +108,44 @@ def checkout(repo: Path, revision: str | None, dist: str) -> Iterator[Path]:
         elif b"did not match any files" not in proc.stderr:
             raise ColocateError(f"git archive {revision} -- {dist} failed: {proc.stderr.decode().strip()}")
         yield Path(tmp) / dist
+
+
+@contextmanager
+def config_at(repo: Path, revision: str | None, config_path: Path | None) -> Iterator[Path | None]:
+    """colocate.yaml as ``revision`` had it, to check that revision's dist/ by: a change that
+    renames a tier, a namespace or the registry host would otherwise show the old tree breaking
+    the new names' rules, findings the change "resolves". The working tree's (None, the default)
+    for the working tree, when --config names a file, or when the revision holds none."""
+    if config_path is not None or revision is None:
+        yield config_path
+        return
+    from colocate import config
+
+    try:
+        rel = config.default_path().resolve().relative_to(repo.resolve()).as_posix()
+    except ValueError:  # a colocate.yaml outside the repository has no revisions
+        yield None
+        return
+    proc = _git(repo, "show", f"{revision}:{rel}")
+    if proc.returncode:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="colocate-diff-config-") as tmp:
+        path = Path(tmp) / config.CONFIG_NAME
+        path.write_bytes(proc.stdout)
+        try:
+            config.load(path)
+        except InputError as exc:
+            # An older revision's file the package no longer reads: checked as before, by the
+            # working tree's, and said so (its findings may then be the new names').
+            label = f"{rel} at {revision[:12]}"
+            where = label + (f":{exc.where}" if exc.where else "")
+            reason = exc.reason.replace(str(path), label)  # further errors name the temporary copy
+            lines = f"{where}: {reason}\nits dist/ is checked against the working tree's colocate.yaml".splitlines()
+            print("\n".join(f"colocate: warning: {line}" for line in escape_lines(lines)), file=sys.stderr)
+            yield None
+            return
+        yield path
 
 
 def _applications(root: Path) -> dict[str, str]:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from colocate import ROOT
+from colocate import ROOT, config
 from colocate.rules import admission
 from colocate.base import safe_yaml
 from colocate.simulate import toolchain
@@ -82,43 +83,64 @@ def measure(policies: Iterable[dict], objects: Iterable[dict], namespaces: dict[
 VOID = {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}
 
 
-def large_tfjob(replica_types: int = 6, containers: int = 10) -> dict:
+@dataclass(frozen=True)
+class Names:
+    """The measured cluster's names the large objects use: the rules compare with them, so the
+    objects are judged (and pass) exactly as that cluster's own would."""
+    training_namespace: str
+    online_namespace: str
+    offline_priority: str
+    online_priority: str
+    registry: str
+
+    @classmethod
+    def of(cls, config_path: Path) -> Names:
+        loaded = config.load(config_path)
+        cluster = loaded.cluster
+        return cls(cluster.training_namespace, cluster.online_namespace, cluster.tier("offline").name,
+                   cluster.tier("online").name, loaded.registry_host)
+
+
+def large_tfjob(names: Names, replica_types: int = 6, containers: int = 10) -> dict:
     """A TFJob far larger than any job file: ``replica_types`` replica types of ``containers``
     containers (plus as many init containers), each with requests, limits, env and tolerations."""
     def container(i: int) -> dict:
-        return {"name": "tensorflow" if i == 0 else f"sidecar-{i}", "image": f"harbor.example.com/ml/tf:{i}.0.0",
+        return {"name": "tensorflow" if i == 0 else f"sidecar-{i}", "image": f"{names.registry}/ml/tf:{i}.0.0",
                 "env": [{"name": f"VAR_{j}", "value": "x"} for j in range(19)] + [VOID],
                 "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}}}
     roles = ["Chief", "Worker", "Evaluator", "PS"][:replica_types] + \
         [f"Role{i}" for i in range(max(0, replica_types - 4))]
-    return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "large", "namespace": "training"},
+    return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "large", "namespace": names.training_namespace},
             "spec": {"runPolicy": {"cleanPodPolicy": "All"}, "tfReplicaSpecs": {role: {
                 "replicas": 1, "restartPolicy": "OnFailure", "template": {"spec": {
-                    "priorityClassName": "offline-batch", "terminationGracePeriodSeconds": 30,
+                    "priorityClassName": names.offline_priority, "terminationGracePeriodSeconds": 30,
                     "tolerations": [{"key": f"k{j}", "operator": "Equal", "value": "v", "effect": "NoSchedule"}
                                     for j in range(20)],
                     "initContainers": [container(i + 100) for i in range(containers)],
                     "containers": [container(i) for i in range(containers)]}}} for role in roles}}}
 
 
-def large_deployment(namespace: str, containers: int = 60) -> dict:
-    """A Deployment with ``containers`` containers and as many init containers."""
+def large_deployment(names: Names, namespace: str, containers: int = 60) -> dict:
+    """A Deployment with ``containers`` containers and as many init containers, at the tier of
+    ``namespace`` (the training or the online one)."""
     def container(i: int) -> dict:
-        return {"name": f"c-{i}", "image": f"harbor.example.com/ml/server:{i}.0.0", "env": [VOID],
+        return {"name": f"c-{i}", "image": f"{names.registry}/ml/server:{i}.0.0", "env": [VOID],
                 "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "large", "namespace": namespace},
             "spec": {"selector": {"matchLabels": {"app": "large"}}, "template": {
                 "metadata": {"labels": {"app": "large"}}, "spec": {
-                    "priorityClassName": "offline-batch" if namespace == "training" else "online-high",
+                    "priorityClassName": (names.offline_priority if namespace == names.training_namespace
+                                          else names.online_priority),
                     "tolerations": [{"key": f"k{j}", "operator": "Equal", "value": "v"} for j in range(40)],
                     "initContainers": [container(i + 1000) for i in range(containers)],
                     "containers": [container(i) for i in range(containers)]}}}}
 
 
-def _broken(obj: dict) -> dict:
+def _broken(names: Names, obj: dict) -> dict:
     """``obj`` with every container's image from an unmirrored registry, every GPU visible and no
     limits, every pod spec at the online priority, tolerating everything, with a long grace period."""
-    text = (json.dumps(obj).replace("harbor.example.com/", "ghcr.io/").replace('"offline-batch"', '"online-high"')
+    text = (json.dumps(obj).replace(f'"{names.registry}/', '"ghcr.io/')
+            .replace(json.dumps(names.offline_priority), json.dumps(names.online_priority))
             .replace('"value": "void"', '"value": "all"'))
     out = json.loads(text.replace('"limits": {"cpu": "2", "memory": "4Gi"}', '"limits": {}')
                      .replace('"limits": {"cpu": "1", "memory": "1Gi"}', '"limits": {}'))
@@ -131,16 +153,20 @@ def _broken(obj: dict) -> dict:
     return out
 
 
-def reference_cases(dist: Path = ROOT / "dist") -> tuple[list[dict], list[dict], dict[str, dict]]:
+def reference_cases(dist: Path = ROOT / "dist", config_path: Path = ROOT / config.CONFIG_NAME,
+                    ) -> tuple[list[dict], list[dict], dict[str, dict]]:
     """(the policies of ``dist``, the objects to measure them on, the namespaces by name): every
-    object of dist/apps, every fixture of every rule, and the large TFJob and Deployments."""
+    object of dist/apps, every fixture of every rule, and the large TFJob and Deployments in the
+    names of ``config_path``, the colocate.yaml ``dist`` was synthesized from."""
+    names = Names.of(config_path)
+    training, online = names.training_namespace, names.online_namespace
     policies = [d for p in sorted(dist.glob("apps/*/validatingadmissionpolicy.*.yaml")) for d in _docs(p)]
     namespaces = {d["metadata"]["name"]: d for p in sorted(dist.glob("apps/*/namespace.*.yaml")) for d in _docs(p)}
     objects = [d for p in sorted(dist.glob("apps/*/*.yaml")) for d in _docs(p)]
     objects += [d for p in sorted((ROOT / "tests/policies/fixtures").glob("*/*.yaml")) for d in _docs(p)]
-    objects += [large_tfjob(), large_deployment("training"), large_deployment("online")]
+    large = [large_tfjob(names), large_deployment(names, training), large_deployment(names, online)]
     # The same, breaking every rule in every container: the messageExpressions walk them all.
-    objects += [_broken(large_tfjob()), _broken(large_deployment("training")), _broken(large_deployment("online"))]
+    objects += large + [_broken(names, obj) for obj in large]
     return policies, objects, namespaces
 
 
