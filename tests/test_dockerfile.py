@@ -158,7 +158,6 @@ def test_every_python_folder_is_a_package_pip_install_ships():
             continue
         for module in (ROOT / folder).rglob("*.py"):
             parts = module.parent.relative_to(ROOT / folder).parts
-            # colocate init's templates (main.py) are package data written into a user's repository, not modules.
-            if "__pycache__" not in parts and parts[:3] != ("base", "data", "init"):
+            if "__pycache__" not in parts:
                 expected.add(".".join((package, *parts)))
     assert sorted(expected - set(tool["packages"])) == []

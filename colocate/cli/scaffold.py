@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 from colocate.errors import InputError
 
 EXAMPLES = ("reference", "minimal")
+TEMPLATE_SUFFIX = ".template"
 
 
 def files(example: str) -> dict[str, Path]:
@@ -20,7 +21,9 @@ def files(example: str) -> dict[str, Path]:
     from colocate.base.data_files import CONFIG_NAME, data_path
 
     common = data_path("colocate.base", "data", "init", "common")
-    out = {p.relative_to(common).as_posix(): p for p in sorted(common.rglob("*"))
+    # A template of Python code is named *.template: in the package it is data, not a module of
+    # colocate.base that imports colocate.cli from below it.
+    out = {p.relative_to(common).as_posix().removesuffix(TEMPLATE_SUFFIX): p for p in sorted(common.rglob("*"))
            if p.is_file() and "__pycache__" not in p.parts}
     out[CONFIG_NAME] = (config_mod.reference_path() if example == "reference"
                         else data_path("colocate.base", "data", "init", example, CONFIG_NAME))
