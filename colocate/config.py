@@ -14,6 +14,7 @@ from colocate.base.validated_yaml import load_yaml_file, refuse_control_characte
 from colocate.errors import InputError
 from colocate.model import cluster_yaml
 from colocate.model.cluster import Cluster
+from colocate.model.pools import pool_schema
 from colocate.model.scheduling import ImageRef
 from colocate.base.data_files import CONFIG_NAME, data_path, display, repository
 
@@ -21,6 +22,8 @@ from colocate.base.data_files import CONFIG_NAME, data_path, display, repository
 COLOCATE_IMAGE_NAME = "colocate"
 
 _SCHEMA = json.loads(data_path("colocate.base", "data", "schemas", "config.schema.json").read_text())
+# A pool's properties have one home, the model's field list (CONTRIBUTING.md "Recipe: add a pool field").
+_SCHEMA["$defs"]["pool"] = pool_schema()
 
 
 @dataclass(frozen=True)

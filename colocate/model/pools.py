@@ -6,7 +6,7 @@ simulation read the same pool. ``NodePoolProps.validate()`` refuses what the kub
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Callable, Literal, Mapping, Sequence
@@ -249,6 +249,9 @@ def _taints(values: Sequence[Mapping[str, Any]]) -> tuple[Taint, ...]:
     return tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in values)
 
 
+_JSON_TYPES = ("integer", "number", "string", "object", "array", "boolean")
+
+
 @dataclass(frozen=True)
 class PoolField:
     """One field of a node pool, as each of its homes spells it. colocate/model/cluster_yaml.py reads
@@ -271,6 +274,8 @@ class PoolField:
     described: tuple[str, ...] = ()
     #: colocate.yaml's value (already schema-checked) as the model keeps it.
     read: Callable[[Any], Any] = lambda value: value
+    #: JSON Schema keywords the property has besides its type and description (bounds, items, ...).
+    constraints: Mapping[str, Any] = field(default_factory=dict)
 
     def of(self, pool: "NodePoolProps") -> Any:
         """The field's value in ``pool``."""
@@ -279,26 +284,58 @@ class PoolField:
             value = getattr(value, part)
         return value
 
+    def has_default(self) -> bool:
+        owner, name = (KubeletReservations, self.attr.removeprefix("kubelet.")) if self.attr.startswith("kubelet.") \
+            else (NodePoolProps, self.attr)
+        found = next(f for f in fields(owner) if f.name == name)
+        return found.default is not MISSING or found.default_factory is not MISSING
+
+    def schema(self) -> dict[str, Any]:
+        """The property of colocate.yaml's ``cluster.pools[]`` entry."""
+        if isinstance(self.type, tuple):
+            typed: dict[str, Any] = {"enum": list(self.type)}
+        elif self.type in _JSON_TYPES:
+            typed = {"type": self.type}
+        else:
+            typed = {"$ref": f"#/$defs/{self.type}"}
+        return {**typed, **self.constraints, "description": self.description}
+
 
 POOL_FIELDS: tuple[PoolField, ...] = (
     PoolField("name", "name", "dnsLabel", "pool name; also the colocate.io/pool node label", "gpu-a"),
-    PoolField("nodes", "nodes", "integer", "number of nodes", 3, ("nodes",)),
+    PoolField("nodes", "nodes", "integer", "number of nodes", 3, ("nodes",), constraints={
+        "minimum": 1, "errorMessage": {"minimum": "is not a node count: a pool has at least one node"}}),
     PoolField("cpu", "cpu", "quantity", "CPU capacity of one node", 16, ("capacity", "allocatable"), str),
     PoolField("memory", "memory", "quantity", "memory capacity of one node", "64Gi", ("capacity", "allocatable"), str),
-    PoolField("gpus", "gpus", "integer", "NVIDIA GPUs per node", 2, ("capacity", "allocatable")),
-    PoolField("labels", "labels", "object", "node labels besides colocate.io/pool", {"role": "gpu"}, ("labels",), dict),
+    PoolField("gpus", "gpus", "integer", "NVIDIA GPUs per node", 2, ("capacity", "allocatable"),
+              constraints={"minimum": 0, "default": 0}),
+    PoolField("labels", "labels", "object", "node labels besides colocate.io/pool", {"role": "gpu"}, ("labels",), dict,
+              constraints={"additionalProperties": {"type": "string"}}),
     PoolField("taints", "taints", "array", "node taints; none: any pod may land",
-              [{"key": "gpu", "value": "true", "effect": "NoSchedule"}], ("taints",), _taints),
+              [{"key": "gpu", "value": "true", "effect": "NoSchedule"}], ("taints",), _taints,
+              constraints={"items": {"$ref": "#/$defs/taint"}}),
     PoolField("kubelet.system_reserved", "kubelet.systemReserved", "resources", "kept for the OS and its daemons",
               {"cpu": "500m", "memory": "2Gi"}, ("allocatable",), _text),
     PoolField("kubelet.kube_reserved", "kubelet.kubeReserved", "resources",
               "kept for the kubelet and the container runtime", {"cpu": "500m"}, ("allocatable",), _text),
     PoolField("kubelet.eviction_hard", "kubelet.evictionHard", "object", "hard eviction thresholds; signals left "
               "out keep the kubelet's defaults (memory.available 500Mi)", {"memory.available": "1Gi"},
-              ("allocatable",), _text),
+              ("allocatable",), _text, constraints={"additionalProperties": {"type": "string"}, "propertyNames": {
+                  "enum": ["memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available"]}}),
     PoolField("kubelet.cpu_manager_policy", "kubelet.cpuManagerPolicy", ("none", "static"),
-              "static gives Guaranteed pods with integer CPU exclusive cores", "static", ("cpuManagerPolicy",)),
+              "static gives Guaranteed pods with integer CPU exclusive cores", "static", ("cpuManagerPolicy",),
+              constraints={"default": "none"}),
 )
+
+
+def pool_schema() -> dict[str, Any]:
+    """colocate.yaml's ``cluster.pools[]`` entry as JSON Schema: the properties and required keys of
+    POOL_FIELDS (config.schema.json's ``$defs.pool`` is filled from it), ``kubelet.*`` in one object."""
+    kubelet = {f.key.removeprefix("kubelet."): f.schema() for f in POOL_FIELDS if f.key.startswith("kubelet.")}
+    properties = {f.key: f.schema() for f in POOL_FIELDS if not f.key.startswith("kubelet.")}
+    properties["kubelet"] = {"type": "object", "additionalProperties": False, "properties": kubelet}
+    return {"type": "object", "additionalProperties": False,
+            "required": [f.key for f in POOL_FIELDS if not f.has_default()], "properties": properties}
 
 
 def pool_from_fields(values: Mapping[str, Any]) -> NodePoolProps:

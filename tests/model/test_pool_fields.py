@@ -1,5 +1,5 @@
-"""A node pool's fields have one home, colocate/model/pools.py POOL_FIELDS: the model, colocate.yaml's
-`cluster:` schema and loader, describe() and the NodePool schema must each agree with it
+"""A node pool's fields have one home, colocate/model/pools.py POOL_FIELDS: colocate.yaml's `cluster:`
+schema is filled from it; the model, the loader, describe() and the NodePool schema must each agree with it
 (CONTRIBUTING.md "Recipe: add a pool field")."""
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ from dataclasses import MISSING, fields
 import jsonschema
 import pytest
 
-from colocate import ROOT
+from colocate import ROOT, config
 from colocate.model import cluster_yaml, pool_facts
 from colocate.model.pools import POOL_FIELDS, KubeletReservations, NodePoolProps, PoolField
 
-CONFIG_SCHEMA = json.loads((ROOT / "colocate/base/data/schemas/config.schema.json").read_text())
 NODEPOOL_SCHEMA = json.loads((ROOT / "policies/schemas/colocate.io/nodepool_v1alpha1.json").read_text())
 EXAMPLE = {}
 for _f in POOL_FIELDS:
@@ -32,17 +31,6 @@ def _default(f: PoolField):
     return field.default_factory() if field.default_factory is not MISSING else field.default
 
 
-def _config_pool_properties() -> dict[str, dict]:
-    """$defs.pool's properties by dotted key, the kubelet object's own below it."""
-    out = {}
-    for key, prop in CONFIG_SCHEMA["$defs"]["pool"]["properties"].items():
-        if key == "kubelet":
-            out.update({f"kubelet.{k}": p for k, p in prop["properties"].items()})
-        else:
-            out[key] = prop
-    return out
-
-
 def test_every_field_of_the_model_is_listed_once():
     model = {f.name for f in fields(NodePoolProps) if f.name != "kubelet"} | {
         f"kubelet.{f.name}" for f in fields(KubeletReservations)}
@@ -51,21 +39,8 @@ def test_every_field_of_the_model_is_listed_once():
     assert len({f.key for f in POOL_FIELDS}) == len(POOL_FIELDS)
 
 
-def test_the_cluster_schema_pool_entry_has_the_listed_fields():
-    properties = _config_pool_properties()
-    assert sorted(properties) == sorted(f.key for f in POOL_FIELDS), \
-        "config.schema.json $defs.pool and POOL_FIELDS list different keys"
-    for f in POOL_FIELDS:
-        prop = properties[f.key]
-        assert prop.get("description") == f.description, f.key
-        if isinstance(f.type, tuple):
-            assert prop.get("enum") == list(f.type), f.key
-        else:
-            assert prop.get("type") == f.type or prop.get("$ref") == f"#/$defs/{f.type}", (f.key, prop)
-
-
 def test_the_cluster_schema_takes_a_pool_of_the_examples():
-    schema = {"$defs": CONFIG_SCHEMA["$defs"], "$ref": "#/$defs/pool"}
+    schema = {"$defs": config._SCHEMA["$defs"], "$ref": "#/$defs/pool"}
     jsonschema.Draft202012Validator(schema).validate(EXAMPLE)
 
 
@@ -73,11 +48,6 @@ def test_the_cluster_schema_takes_a_pool_of_the_examples():
 def test_cluster_yaml_reads_each_field(f):
     props = cluster_yaml._pool(EXAMPLE)
     assert f.of(props) == f.read(f.example) != _default(f), f"cluster_yaml does not read {f.key}"
-
-
-def test_the_schema_requires_exactly_the_fields_without_a_default():
-    required = set(CONFIG_SCHEMA["$defs"]["pool"]["required"])
-    assert required == {f.key for f in POOL_FIELDS if _default(f) is MISSING}
 
 
 @pytest.mark.parametrize("f", [f for f in POOL_FIELDS if _default(f) is not MISSING], ids=lambda f: f.key)
