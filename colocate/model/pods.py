@@ -19,6 +19,8 @@ class PodTemplate(Protocol):
     doc: ObjectView
     #: Its key in a Kubeflow training job's replica specs (``tfReplicaSpecs``...); empty for other workloads.
     replica_key: str
+    #: The TFJob replica type (``Chief``, ``Worker``, ``PS``...); empty for other workloads.
+    role: str
     #: Its dotted field path in the object, and the pod spec there.
     path: str
     spec: dict[str, Any]

@@ -23,6 +23,7 @@ from colocate.model import quantity
 from colocate.model.names import GPU
 from colocate.model.pods import PodTemplate, pod_resources, replicas
 from colocate.model.pool_facts import PoolFacts
+from colocate.model.pools import Resources
 
 
 class QuotaObject(Protocol):
@@ -48,13 +49,22 @@ class Contribution(NamedTuple):
     of_pods: bool
 
 
+def pod_requests(rows: Iterable[Contribution]) -> Resources:
+    """What the pods of ``rows`` request in all, replicas counted: a queued job's ask to Kueue."""
+    asked: dict[str, int] = defaultdict(int)
+    for c in rows:
+        if c.of_pods:
+            asked[c.key] += c.amount
+    return Resources(asked["requests.cpu"], asked["requests.memory"], asked[f"requests.{GPU}"])
+
+
 def contributions(doc: QuotaObject, pods: Iterable[PodTemplate], pools: Sequence[PoolFacts]) -> list[Contribution]:
     """Every quota amount the object takes, its pods' first; ``pods``: its pod templates."""
     out: list[Contribution] = []
     ns = doc.namespace
     for pod in pods:
         count = replicas(pod, sum(p.nodes for p in pools if p.admits(pod.spec)) if doc.kind == "DaemonSet" else 0)
-        who = f"{doc.ref}{' ' + pod.role if getattr(pod, 'role', '') else ''} x{count}"
+        who = f"{doc.ref}{' ' + pod.role if pod.role else ''} x{count}"
         for which in ("requests", "limits"):
             r = pod_resources(pod.spec, which)
             for key, value in ((f"{which}.cpu", r.cpu_milli), (f"{which}.memory", r.memory_bytes),

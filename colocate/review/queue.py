@@ -21,9 +21,9 @@ from pathlib import Path
 from colocate.checker import manifests
 from colocate.checker.manifests import Doc
 from colocate.errors import InputError
-from colocate.model import kueue_admission
+from colocate.model import kueue_admission, resource_quota
 from colocate.model.names import EXPECTED_HOURS_ANNOTATION, MAX_EXPECTED_HOURS
-from colocate.model.pods import ZERO, pod_resources, replicas
+from colocate.model.pods import ZERO
 from colocate.model.pools import Resources
 
 
@@ -139,7 +139,7 @@ def queues(docs: list[Doc], night_hours: float | None = None) -> list[QueueUse]:
     for doc in docs:
         label = kueue_admission.queue_label(doc)
         if label is not None and (doc.namespace, label) in local:
-            requests = sum((pod_resources(p.spec).times(replicas(p, 0)) for p in manifests.pod_specs(doc)), ZERO)
+            requests = resource_quota.pod_requests(resource_quota.contributions(doc, manifests.pod_specs(doc), ()))
             asks.append(kueue_admission.QueuedAsk(doc.namespace, doc.name, label, requests))
             hours[doc.namespace, doc.name] = expected_hours(doc)
     return [QueueUse(name, quotas[name], tuple(QueuedJob(f"{a.namespace}/{a.name}", a.requests, waits,

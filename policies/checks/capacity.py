@@ -107,11 +107,7 @@ def _usage(index: Index) -> list[resource_quota.Contribution]:
         rows, queue = _contributions(doc, index.ctx.pools)
         per_doc.append(((doc.namespace, doc.name), rows))
         if queue is not None and doc.kind == "TFJob":
-            asked: dict[str, int] = defaultdict(int)
-            for c in rows:
-                asked[c.key] += c.amount  # summed over the job's replica types
-            requests = Resources(asked["requests.cpu"], asked["requests.memory"], asked[f"requests.{GPU}"])
-            asks.append(kueue_admission.QueuedAsk(doc.namespace, doc.name, queue, requests))
+            asks.append(kueue_admission.QueuedAsk(doc.namespace, doc.name, queue, resource_quota.pod_requests(rows)))
     waits = kueue_admission.waiting({d.name: kueue_admission.nominal_quota(d.obj) for d in index.of_kind("ClusterQueue")},
                                     kueue_admission.cluster_queue_of(index.of_kind("LocalQueue")), asks) if asks else set()
     return [c for key, rows in per_doc for c in rows if not (c.of_pods and key in waits)]

@@ -331,8 +331,7 @@ def tfjob_queued(index: Index, rule: Rule) -> Iterator[Violation]:
     queue: Kueue, managing every TFJob, suspends one without the label and never admits it."""
     queued = {d.namespace for d in index.of_kind("LocalQueue")}
     for doc in index.of_kind("TFJob"):
-        labels = (doc.obj.get("metadata") or {}).get("labels") or {}
-        if doc.namespace in queued and not isinstance(labels.get(QUEUE_NAME_LABEL), str):
+        if doc.namespace in queued and kueue_admission.queue_label(doc) is None:
             queues = sorted(d.name for d in index.of_kind("LocalQueue") if d.namespace == doc.namespace)
             yield Violation(doc, f"metadata.labels[{QUEUE_NAME_LABEL}]",
                             f"missing; namespace {doc.namespace!r} has LocalQueue(s) {', '.join(map(repr, queues))}")
