@@ -190,3 +190,19 @@ def test_an_unreadable_expected_hours_is_exit_2_naming_the_file_and_field(tmp_pa
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     where = f"dist/{TRAINING.as_posix()}/tfjob.training.{WAITS}.yaml:metadata.annotations.{EXPECTED_HOURS_ANNOTATION}"
     assert where in proc.stderr and f"'{hours}' is not a number of hours" in proc.stderr, proc.stderr
+
+
+def test_each_side_of_the_queue_has_its_own_revisions_night(tmp_path):
+    """A change that ends the day peak an hour earlier: the base's night is colocate.yaml's as
+    the base had it (9 h 50 min), the change's is an hour longer."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shutil.copy(ROOT / "colocate.yaml", repo / "colocate.yaml")
+    _committed_dist(repo)
+    config = repo / "colocate.yaml"
+    text = config.read_text()
+    assert 'dayPeak: {start: "08:00", end: "22:00"}' in text
+    config.write_text(text.replace('end: "22:00"', 'end: "21:00"'))
+    (queue,) = json.loads(_diff(repo, "--format", "json").stdout)["queues"]
+    assert queue["before"]["nightHours"] == pytest.approx(9 + 50 / 60)
+    assert queue["after"]["nightHours"] == pytest.approx(10 + 50 / 60)

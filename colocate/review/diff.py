@@ -107,41 +107,46 @@ def review(cwd: Path, base: str | None = None, head: str | None = None, *, dist:
             raise ColocateError(f"{dist}: in neither {base_label} nor {head_label}; --dist names the folder of the "
                                 "synth output in the repository (default: dist)")
         before, after = tree.load(base_label, base_root, dist), tree.load(head_label, head_root, dist)
-        impact = None
-        if with_policy:
-            with tree.config_at(repo, base_rev, config_path) as base_config, \
-                    tree.config_at(repo, head_rev, config_path) as head_config:
-                impact = policy.impact(base_root, head_root, base_config, head_config)
-        load = quotas = None
-        unfit: tuple[usage.Unfit, ...] = ()
-        queued: tuple[queue.QueueDelta, ...] = ()
-        if pools is not None:
-            # Each revision against its own pools (its dist/nodes/), else the configured ones:
-            # a change that adds nodes is judged against them.
-            configured = pools()
-            with tree.named(base_label, base_root, dist):
-                pools_before = usage.described_pools(base_root) or configured
-            with tree.named(head_label, head_root, dist):
-                pools_after = usage.described_pools(head_root) or configured
-            old, new = usage.api_objects(base_root), usage.api_objects(head_root)
-            for label, root, docs in ((base_label, base_root, old), (head_label, head_root, new)):
-                with tree.named(label, root, dist):
-                    quantities.check(docs)
-            new = new + _kept_on_prune(old, new)
-            night = queue.night_hours(config_path)
-            queues_before, queues_after = queue.queues(old, night), queue.queues(new, night)
-            queued = tuple(queue.deltas(queues_before, queues_after))
-            # A job waiting in the queue has no pod: it takes nothing from its pool or its quota,
-            # so a job past tonight's quota reads as waiting, not as a pool or a quota overrun.
-            running_before, running_after = queue.admitted_only(old, queues_before), queue.admitted_only(new, queues_after)
-            tiers = usage.reference_tiers(config_path)
-            load = tuple(usage.deltas(usage.usage(running_before, pools_before, tiers),
-                                      usage.usage(running_after, pools_after, tiers)))
-            quotas = tuple(quota.deltas(quota.uses(running_before, pools_before), quota.uses(running_after, pools_after)))
-            was = set(usage.unfit(old, pools_before))
-            unfit = tuple(u for u in usage.unfit(new, pools_after) if u not in was)
+        # Each revision is judged by its own colocate.yaml: its rules' names, tiers and night.
+        with tree.config_at(repo, base_rev, config_path) as base_config, \
+                tree.config_at(repo, head_rev, config_path) as head_config:
+            impact = policy.impact(base_root, head_root, base_config, head_config) if with_policy else None
+            load = quotas = None
+            unfit: tuple[usage.Unfit, ...] = ()
+            queued: tuple[queue.QueueDelta, ...] = ()
+            if pools is not None:
+                load, quotas, unfit, queued = _capacity(pools, (base_label, base_root, base_config),
+                                                        (head_label, head_root, head_config), dist)
     return Review(base_label, head_label, tuple(compare_trees(before, after, configured_tiers(config_path))), impact,
                   load, quotas, unfit, queued)
+
+
+def _capacity(pools: usage.PoolSource, base: tuple[str, Path, Path | None], head: tuple[str, Path, Path | None],
+              dist: str) -> tuple:
+    """(load, quotas, unfit, queued): what the change does to the pools, the quotas and the queue.
+    Each revision against its own pools (its dist/nodes/), else the configured ones (a change that
+    adds nodes is judged against them), and its own tiers and night hours."""
+    configured = pools()
+    sides = []
+    for label, root, config_path in (base, head):
+        with tree.named(label, root, dist):
+            described = usage.described_pools(root) or configured
+            docs = usage.api_objects(root)
+            quantities.check(docs)
+        sides.append((described, docs, config_path))
+    (pools_before, old, base_config), (pools_after, new, head_config) = sides
+    new = new + _kept_on_prune(old, new)
+    queues_before = queue.queues(old, queue.night_hours(base_config))
+    queues_after = queue.queues(new, queue.night_hours(head_config))
+    # A job waiting in the queue has no pod: it takes nothing from its pool or its quota,
+    # so a job past tonight's quota reads as waiting, not as a pool or a quota overrun.
+    running_before, running_after = queue.admitted_only(old, queues_before), queue.admitted_only(new, queues_after)
+    load = tuple(usage.deltas(usage.usage(running_before, pools_before, usage.reference_tiers(base_config)),
+                              usage.usage(running_after, pools_after, usage.reference_tiers(head_config))))
+    quotas = tuple(quota.deltas(quota.uses(running_before, pools_before), quota.uses(running_after, pools_after)))
+    was = set(usage.unfit(old, pools_before))
+    unfit = tuple(u for u in usage.unfit(new, pools_after) if u not in was)
+    return load, quotas, unfit, tuple(queue.deltas(queues_before, queues_after))
 
 
 configured_tiers = usage.reference_tiers
