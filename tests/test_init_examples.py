@@ -47,6 +47,15 @@ def test_the_examples_are_different_clusters(scaffolded):
         assert (repo / "dist" / "apps" / "online" / "deployment.online.inference.yaml").is_file()
 
 
+def test_the_minimal_example_pins_the_builds_colocate_makes_as_the_reference_does():
+    """Its simulation and training-operator releases are the ones this colocate's Go modules and
+    vendored trees hold: a release bump that forgot the example would make its simulate refuse."""
+    minimal = yaml_load((ROOT / "colocate" / "base" / "data" / "init" / "minimal" / "colocate.yaml").read_text())
+    reference = yaml_load((ROOT / "colocate.yaml").read_text())
+    for key in ("simulation", "trainingOperator", "kubernetesVersion"):
+        assert minimal[key] == reference[key], key
+
+
 @pytest.mark.parametrize("scaffolded", ["minimal"], indirect=True)  # one main.py for both examples
 def test_main_py_writes_the_same_dist_as_colocate_synth(scaffolded, tmp_path):
     """cdk8s.yaml runs `python main.py`; started from elsewhere it still reads its own folder."""

@@ -1,10 +1,13 @@
 """The package as a user installs it: the sdist and the wheel build, the wheel
-carries every data file the package folders hold and nothing from tests/, and, installed from
-PyPI into a clean virtual environment outside the repository, `colocate --version`, `init`,
-`synth`, `check` and `diff` work in a new git repository with no file of this checkout on the
-Python path. Slow: a minute, most of it pip installing the dependencies."""
+carries every data file the package folders hold (the simulation's Go modules too) and nothing
+from tests/, and, installed from PyPI into a clean virtual environment outside the repository,
+`colocate --version`, `init`, `synth`, `check`, `diff` and `simulate` work in a new git
+repository with no file of this checkout on the Python path or PATH, as do the scaffolded cdk8s
+app, pre-commit configuration and workflow. Slow: about three minutes, most of it pip
+installing the dependencies and the night's simulation."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -25,7 +28,8 @@ pytestmark = pytest.mark.slow
 
 #: Checkout folder -> where the wheel puts it (pyproject.toml [tool.setuptools.package-dir]).
 _LAYOUT = {"colocate/": "colocate/", "policies/": "colocate/policies/", "charts/": "colocate/charts/",
-           "constructs/": "colocate/constructs/", "vendor/": "colocate/vendor/"}
+           "constructs/": "colocate/constructs/", "vendor/": "colocate/vendor/",
+           "tools/sim/": "colocate/simtools/"}
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -168,3 +172,119 @@ def test_installed_colocate_inits_synthesizes_checks_and_diffs_a_new_repository(
     _run([colocate_cli, "synth"], cwd=repo, env=env)
     proc = _run([colocate_cli, "diff", "HEAD", "--format", "markdown"], cwd=repo, env=env)
     assert "tf-mnist-dist" in proc.stdout, proc.stdout + proc.stderr
+
+
+# --- The whole way a user goes, from the wheel ----------------------------------------------------
+
+
+def _seed_simulation(home: Path) -> None:
+    """What the first `colocate simulate` would build into the tool folder with Go (the same go
+    install the bootstrap ran into bin/): the components at colocate.yaml's pins, with their stamps.
+    Hard links where bin/ is on the same file system, else copies."""
+    from colocate import config
+    from colocate.simulate import toolchain
+
+    folder = home / ".cache" / "colocate" / "tools"
+    for build in toolchain.builds(config.load(ROOT / "colocate.yaml")):
+        for name in build.binaries:
+            assert (ROOT / "bin" / name).is_file(), f"bin/{name} is missing: run `make bootstrap`"
+            try:
+                os.link(ROOT / "bin" / name, folder / name)
+            except OSError:
+                shutil.copy2(ROOT / "bin" / name, folder / name)
+        (folder / f".sim-{build.name}.stamp").write_text(build.stamp() + "\n")
+
+
+def _colocate_as_a_release(built_sdist: Path, tmp_path: Path, env: dict[str, str]) -> tuple[str, str]:
+    """(repository, rev) a consumer's .pre-commit-config.yaml names: the source the sdist was built
+    from, as a git repository of its own (pre-commit clones it and pip-installs colocate from it)."""
+    source = tmp_path / "colocate-release"
+    shutil.copytree(built_sdist.parent.parent / "source", source)
+    _run(["git", "init", "-q", "-b", "main"], cwd=source, env=env)
+    _run(["git", "add", "-A"], cwd=source, env=env)
+    _run(["git", "commit", "-q", "-m", "release"], cwd=source, env=env)
+    return str(source), _run(["git", "rev-parse", "HEAD"], cwd=source, env=env).stdout.strip()
+
+
+def _pre_commit(bin_dir: Path, repo: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([str(bin_dir / "pre-commit"), "run", "--all-files"], cwd=repo, env=env,
+                          capture_output=True, text=True)
+
+
+@pytest.mark.simulate
+def test_a_user_cluster_from_init_to_simulate_with_the_installed_wheel(built, installed: Path, tmp_path: Path):
+    """init --example minimal in an empty git repository; another pool and the training namespace
+    renamed; synth, check, diff HEAD~1 and simulate --scenario night; the scaffolded cdk8s app
+    writes the same dist/; the scaffolded pre-commit configuration fails on a stale dist/ and
+    passes on a fresh one; actionlint passes the scaffolded workflow and action.yml. Only the wheel
+    and its dependencies are on the Python path, only the venv and the system on PATH."""
+    from importlib.metadata import version
+
+    from colocate.synth import write as render
+    from tests.test_action import ACTIONLINT, SHELLCHECK
+    from tests.test_other_cluster import EDITS, NEW_POOL, NEW_TRAINING, OLD_TRAINING, _edit
+
+    home = tmp_path / "home"
+    home.mkdir()
+    _seed_tool_folder(home)
+    _seed_simulation(home)
+    env = {**_user_env(installed, home), "PRE_COMMIT_HOME": str(home / "pre-commit")}
+    repo = tmp_path / "cluster"
+    repo.mkdir()
+    colocate_cli = str(installed / "colocate")
+    _run(["git", "init", "-q", "-b", "main"], cwd=repo, env=env)
+    _run([colocate_cli, "init", "--example", "minimal"], cwd=repo, env=env)
+    _run([colocate_cli, "synth"], cwd=repo, env=env)
+    _run(["git", "add", "-A"], cwd=repo, env=env)
+    _run(["git", "commit", "-q", "-m", "minimal example"], cwd=repo, env=env)
+
+    _edit(repo / "colocate.yaml", EDITS["pool-and-namespace"])
+    _run([colocate_cli, "synth"], cwd=repo, env=env)
+    assert (repo / "dist" / "nodes" / NEW_POOL).is_dir()
+    proc = _run([colocate_cli, "check"], cwd=repo, env=env)
+    assert "0 errors, 0 warnings" in proc.stdout, proc.stdout
+    _run(["git", "add", "-A"], cwd=repo, env=env)
+    _run(["git", "commit", "-q", "-m", "a batch pool; training in ml-batch"], cwd=repo, env=env)
+    out = _run([colocate_cli, "diff", "HEAD~1"], cwd=repo, env=env).stdout
+    assert f"added NodePool {NEW_POOL}" in " ".join(out.split()), out
+    assert f"removed TFJob {OLD_TRAINING}/mnist-example" in out, out
+
+    proc = _run([colocate_cli, "simulate", "--scenario", "night", "--format", "json"], cwd=repo, env=env)
+    report = json.loads(proc.stdout)
+    assert report["ok"] and report["tfjobs"] == {f"{NEW_TRAINING}/mnist-example": "Running"}, report["tfjobs"]
+    assert report["pods"] and all(p["node"] for p in report["pods"]), [p for p in report["pods"] if not p["node"]]
+    assert NEW_POOL in {n["pool"] for n in report["nodes"]}, report["nodes"]
+
+    # The scaffolded cdk8s app: `python` on PATH is the venv's, the cdk8s CLI the bootstrap's.
+    copy = tmp_path / "through-cdk8s"
+    shutil.copytree(repo, copy, ignore=shutil.ignore_patterns("dist", ".git"))
+    _run([str(ROOT / "node_modules" / ".bin" / "cdk8s"), "synth", "--no-check-upgrade"], cwd=copy, env=env)
+    assert render.read_tree(copy / "dist") == render.read_tree(repo / "dist")
+
+    # The scaffolded pre-commit configuration, naming colocate's repository at a release.
+    _run([str(installed / "pip"), "install", "-q", f"pre-commit=={version('pre-commit')}"], cwd=tmp_path, env=env)
+    url, rev = _colocate_as_a_release(built[0], tmp_path, env)
+    config = repo / ".pre-commit-config.yaml"
+    config.write_text(config.read_text().replace("<colocate's repository URL>", url)
+                      .replace("<a release tag or commit>", rev))
+    (repo / "colocate.yaml").write_text((repo / "colocate.yaml").read_text().replace("nodes: 3", "nodes: 4"))
+    _run(["git", "add", "-A"], cwd=repo, env=env)
+    stale = _pre_commit(installed, repo, env)
+    assert stale.returncode == 1 and re.search(r"colocate synth --check \(dist/ is fresh\)\.+Failed", stale.stdout), \
+        stale.stdout + stale.stderr
+    _run([colocate_cli, "synth"], cwd=repo, env=env)
+    _run(["git", "add", "-A"], cwd=repo, env=env)
+    fresh = _pre_commit(installed, repo, env)
+    assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+    assert re.search(r"colocate check \(dist/\)\.+Passed", fresh.stdout), fresh.stdout
+
+    # actionlint on the scaffolded workflow as init wrote it, then on action.yml through the same
+    # workflow using it as `./` (actionlint then checks the step's inputs against action.yml).
+    workflow = repo / ".github" / "workflows" / "colocate.yml"
+    for step in ("as written", "with action.yml"):
+        if step == "with action.yml":
+            workflow.write_text(workflow.read_text().replace("uses: OWNER/colocate@RELEASE", "uses: ./"))
+            shutil.copy(ROOT / "action.yml", repo / "action.yml")
+        lint = subprocess.run([str(ACTIONLINT), "-oneline", f"-shellcheck={SHELLCHECK}", "-pyflakes="], cwd=repo,
+                              env=env, capture_output=True, text=True)
+        assert lint.returncode == 0, f"{step}: {lint.stdout}{lint.stderr}"

@@ -45,7 +45,9 @@ def tool_folder() -> Path:
 
 
 BIN = tool_folder()
-TOOLS = ROOT / "tools" / "sim"
+#: The Go modules of the simulation's components: tools/sim/ in a checkout; a wheel carries them
+#: as colocate/simtools/ (pyproject.toml), so an installed colocate builds what a checkout builds.
+TOOLS = ROOT / "tools" / "sim" if CHECKOUT else Path(__file__).resolve().parent.parent / "simtools"
 
 
 @dataclass(frozen=True)
