@@ -175,36 +175,48 @@ def direct(node: Any, seen: set[int] | None = None) -> Any:
     Unusual for anything else (merge keys, other tags, non-string keys, typed values that do
     not decode, a mapping or sequence met twice: an alias), which then takes that slower, general
     path and its errors (an alias there is expanded within a budget, and one inside itself refused)."""
-    cls = node.__class__
-    if cls is yaml.ScalarNode:
-        tag = node.tag
-        if tag == _STR:
-            return node.value
-        if tag == _NULL:
-            return None
-        typed = _TYPED.get(tag)
-        if typed is not None:
-            kind, value = _go_scalar(node.value)
-            if kind == typed:
-                return value
-        raise Unusual
-    if seen is None:
-        seen = set()
+    if node.__class__ is yaml.ScalarNode:
+        return _scalar(node)
+    return _container(node, set() if seen is None else seen)
+
+
+def _scalar(node: Any) -> Any:
+    tag = node.tag
+    if tag == _STR:
+        return node.value
+    if tag == _NULL:
+        return None
+    typed = _TYPED.get(tag)
+    if typed is not None:
+        kind, value = _go_scalar(node.value)
+        if kind == typed:
+            return value
+    raise Unusual
+
+
+def _container(node: Any, seen: set[int]) -> Any:
+    """A mapping or sequence node. Scalars, most of the nodes, are read in the loops: a call
+    each cost a third of the parse. A key is a string scalar: a typed one (1, true) is one key
+    to PyYAML and another to JSON, the general path's to read."""
     if id(node) in seen:
         raise Unusual
     seen.add(id(node))
+    cls, scalar = node.__class__, yaml.ScalarNode
     if cls is yaml.MappingNode and node.tag == _MAP:
         out = {}
         for key, value in node.value:
-            if key.__class__ is not yaml.ScalarNode or key.tag != _STR and _TYPED.get(key.tag) is None:
+            if key.__class__ is not scalar or key.tag != _STR:
                 raise Unusual
-            name = direct(key)
-            if name.__class__ is not str:
-                raise Unusual  # 1 and true are one key to PyYAML, two to JSON: the general path
-            out[name] = direct(value, seen)
+            if value.__class__ is not scalar:
+                out[key.value] = _container(value, seen)
+            elif value.tag == _STR:
+                out[key.value] = value.value
+            else:
+                out[key.value] = _scalar(value)
         return out
     if cls is yaml.SequenceNode and node.tag == _SEQ:
-        return [direct(item, seen) for item in node.value]
+        return [(item.value if item.tag == _STR else _scalar(item)) if item.__class__ is scalar
+                else _container(item, seen) for item in node.value]
     raise Unusual
 
 
