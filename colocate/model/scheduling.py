@@ -3,9 +3,11 @@ one label-selector matcher, one image-reference parser. Plain functions, no cdk8
 from __future__ import annotations
 
 import re
-
+# isinstance with typing's Mapping goes through typing's __instancecheck__: several times slower,
+# and the capacity rules match selectors per pod and pool.
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 from colocate.model.names import POOL_LABEL, POOL_SELECTOR_LABEL
 
@@ -102,9 +104,13 @@ def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, st
         key, values = expression["key"], expression.get("values") or []
         values = values if isinstance(values, list) else []
         present = key in labels
-        holds = {"In": present and labels.get(key) in values,
-                 "NotIn": not present or labels.get(key) not in values,
-                 "Exists": present, "DoesNotExist": not present}.get(str(expression.get("operator")), False)
+        operator = str(expression.get("operator"))
+        if operator == "In":
+            holds = present and labels.get(key) in values
+        elif operator == "NotIn":
+            holds = not present or labels.get(key) not in values
+        else:
+            holds = present if operator == "Exists" else not present if operator == "DoesNotExist" else False
         if not holds:
             return False
     return True
