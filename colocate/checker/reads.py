@@ -138,13 +138,20 @@ def viewed_index(declared: Reads, docs: list[Doc], ctx: Context) -> Index:
     out = []
     previous = None
     asks = declared.whole is not None or declared.project is not None
+    # The view by kind, asked once per kind and first-ness: every check's index walks every object.
+    by_kind: dict[tuple[str, bool], int | None] = {}
     for doc in docs:
         first = doc.file != previous
         previous = doc.file
         # Without whole or project, the kind alone says the view (10 to 20 times fewer calls).
         view = declared.chosen(doc, ctx) if asks else None
         if view is None:
-            view = declared.by_kind(doc.kind, first)
-        if view is not None:
+            key = (doc.kind, first)
+            view = by_kind.get(key, by_kind)
+            if view is by_kind:
+                view = by_kind[key] = declared.by_kind(doc.kind, first)
+        if view is WHOLE:
+            out.append(doc)
+        elif view is not None:
             out.append(seen_as(doc, view))
     return Index(out, ctx, declared)
