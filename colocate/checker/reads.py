@@ -135,9 +135,13 @@ def seen_as(doc: Doc, view: int | dict) -> Doc:
 
 def viewed_index(declared: Reads, docs: list[Doc], ctx: Context) -> Index:
     """The index a check runs over: only what it declared."""
+    asks = declared.whole is not None or declared.project is not None
+    if not asks and declared.skeleton is False:
+        # The kind alone says it: whole, or not at all (by_kind).
+        wanted = declared.kinds | WORKLOAD_KINDS if declared.pods else declared.kinds
+        return Index([doc for doc in docs if doc.kind in wanted], ctx, declared)
     out = []
     previous = None
-    asks = declared.whole is not None or declared.project is not None
     # The view by kind, asked once per kind and first-ness: every check's index walks every object.
     by_kind: dict[tuple[str, bool], int | None] = {}
     for doc in docs:
