@@ -79,10 +79,10 @@ class Loader(SafeLoader):  # type: ignore[valid-type,misc]
     descend_resolver = staticmethod(slice)  # any two arguments, no effect
     ascend_resolver = staticmethod(tuple)
 
-    def resolve(self, kind, value, implicit):
-        if kind is yaml.ScalarNode:
+    def resolve(self, kind, value, implicit, _scalar=yaml.ScalarNode, _sequence=yaml.SequenceNode):
+        if kind is _scalar:  # node classes as defaults: a local read, not two attribute lookups per node
             return _go_tag(value) if implicit[0] else _STR
-        return _SEQ if kind is yaml.SequenceNode else _MAP
+        return _SEQ if kind is _sequence else _MAP
 
     def _go_typed(self, node):
         tag, value = _go_scalar(self.construct_scalar(node))
