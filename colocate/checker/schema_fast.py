@@ -125,7 +125,7 @@ def compiled(schema: Any) -> Verdict:
         return lambda i: None
     try:
         checks = [_keyword(name, value, schema) for name, value in schema.items()]
-    except Exception:  # a keyword of a shape jsonschema would refuse: its to say so
+    except Exception:  # a keyword of a shape jsonschema would refuse: jsonschema's to say so
         checks = [None]
     if any(check is None for check in checks):
         return lambda i: None
