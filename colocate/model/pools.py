@@ -284,11 +284,15 @@ class PoolField:
             value = getattr(value, part)
         return value
 
-    def has_default(self) -> bool:
+    def default(self) -> Any:
+        """The model's default for the field; ``dataclasses.MISSING`` when it has none (required)."""
         owner, name = (KubeletReservations, self.attr.removeprefix("kubelet.")) if self.attr.startswith("kubelet.") \
             else (NodePoolProps, self.attr)
         found = next(f for f in fields(owner) if f.name == name)
-        return found.default is not MISSING or found.default_factory is not MISSING
+        return found.default_factory() if found.default_factory is not MISSING else found.default
+
+    def has_default(self) -> bool:
+        return self.default() is not MISSING
 
     def schema(self) -> dict[str, Any]:
         """The property of colocate.yaml's ``cluster.pools[]`` entry."""

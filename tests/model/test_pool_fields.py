@@ -12,7 +12,7 @@ import pytest
 
 from colocate import ROOT, config
 from colocate.model import cluster_yaml, pool_facts
-from colocate.model.pools import POOL_FIELDS, KubeletReservations, NodePoolProps, PoolField
+from colocate.model.pools import POOL_FIELDS, KubeletReservations, NodePoolProps
 
 NODEPOOL_SCHEMA = json.loads((ROOT / "policies/schemas/colocate.io/nodepool_v1alpha1.json").read_text())
 EXAMPLE = {}
@@ -22,13 +22,6 @@ for _f in POOL_FIELDS:
     for _part in _parents:
         _at = _at.setdefault(_part, {})
     _at[_last] = _f.example
-
-
-def _default(f: PoolField):
-    owner, name = (KubeletReservations, f.attr.removeprefix("kubelet.")) if f.attr.startswith("kubelet.") \
-        else (NodePoolProps, f.attr)
-    field = next(x for x in fields(owner) if x.name == name)
-    return field.default_factory() if field.default_factory is not MISSING else field.default
 
 
 def test_every_field_of_the_model_is_listed_once():
@@ -47,10 +40,10 @@ def test_the_cluster_schema_takes_a_pool_of_the_examples():
 @pytest.mark.parametrize("f", POOL_FIELDS, ids=lambda f: f.key)
 def test_cluster_yaml_reads_each_field(f):
     props = cluster_yaml._pool(EXAMPLE)
-    assert f.of(props) == f.read(f.example) != _default(f), f"cluster_yaml does not read {f.key}"
+    assert f.of(props) == f.read(f.example) != f.default(), f"cluster_yaml does not read {f.key}"
 
 
-@pytest.mark.parametrize("f", [f for f in POOL_FIELDS if _default(f) is not MISSING], ids=lambda f: f.key)
+@pytest.mark.parametrize("f", [f for f in POOL_FIELDS if f.default() is not MISSING], ids=lambda f: f.key)
 def test_a_pool_without_the_field_keeps_the_models_default(f):
     entry = json.loads(json.dumps(EXAMPLE))
     *parents, last = f.key.split(".")
@@ -58,7 +51,7 @@ def test_a_pool_without_the_field_keeps_the_models_default(f):
     for part in parents:
         at = at[part]
     del at[last]
-    assert f.of(cluster_yaml._pool(entry)) == _default(f)
+    assert f.of(cluster_yaml._pool(entry)) == f.default()
 
 
 def test_describe_writes_the_described_keys_and_the_nodepool_schema_has_them():
