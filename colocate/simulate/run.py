@@ -11,7 +11,7 @@ from colocate.rules import admission
 from colocate import config as config_mod
 from colocate.base import safe_yaml
 from colocate.errors import InputError
-from colocate.model.names import BLOCKED_REASON, PEAK_REPLICAS_ANNOTATION, TIER_LABEL
+from colocate.model.names import BLOCKED_REASON, JOB_NAME_LABEL, PEAK_REPLICAS_ANNOTATION, TIER_LABEL
 from colocate.base.data_files import display
 from colocate.incluster.resubmit import policy as resubmit_policy
 from colocate.simulate import argocd, components, kueue, nodes, observe, rollouts, stand_ins, steps as steps_mod, toolchain
@@ -423,13 +423,15 @@ def _condition(obj: dict, kind: str) -> str:
 
 
 def _fingerprint(cp: ControlPlane, resubmitting: bool = False) -> tuple:
+    listed = cp.items("/api/v1/pods")
     pods = tuple(sorted((p["metadata"]["namespace"], p["metadata"]["name"], p["spec"].get("nodeName") or "",
                          p.get("status", {}).get("phase", ""), bool(p["metadata"].get("deletionTimestamp")))
-                        for p in cp.items("/api/v1/pods")))
+                        for p in listed))
     claims = tuple(sorted((c["metadata"]["name"], c.get("status", {}).get("phase", ""))
                           for c in cp.items("/api/v1/persistentvolumeclaims")))
     live = cp.items("/apis/kubeflow.org/v1/tfjobs")
-    jobs = tuple(sorted((j["metadata"]["name"], j["metadata"].get("uid"), observe.tfjob_state(j)) for j in live))
+    jobs = tuple(sorted((j["metadata"]["name"], j["metadata"].get("uid"), observe.tfjob_state(j), _suspended(j))
+                        for j in live))
     # A controller that has not yet seen its object's newest spec is not quiet, however long.
     behind = [w["metadata"]["name"] for kind in ("deployments", "statefulsets", "daemonsets", "replicasets")
               for w in cp.items(f"/apis/apps/v1/{kind}")
@@ -437,13 +439,48 @@ def _fingerprint(cp: ControlPlane, resubmitting: bool = False) -> tuple:
     if resubmitting:  # a resubmission waiting out its backoff is work still to come
         behind += [j["metadata"]["name"] for j in live
                    if resubmit_policy.decide(j, components.SIM_SETTINGS).action == "resubmit"]
-    workloads = ()
+    workloads, admitted = (), set()
     if any(name == "kueue" for name, _ in cp.processes):  # an admission or eviction is a change
+        listed_workloads = cp.items(f"/apis/{kueue.GROUP}/v1beta1/workloads")
         workloads = tuple(sorted((w["metadata"]["name"], *(_condition(w, t) for t in ("QuotaReserved", "Admitted", "Evicted")))
-                                 for w in cp.items(f"/apis/{kueue.GROUP}/v1beta1/workloads")))
-    pending = {name for name, _, state in jobs if state == "Pending"}
-    if pending:  # no condition yet: the operator has not acted on it, unless it said why not
-        said = {e["involvedObject"].get("name") for e in cp.items("/api/v1/events")
-                if e["involvedObject"].get("kind") == "TFJob"}
-        behind += sorted(pending - said)
+                                 for w in listed_workloads))
+        admitted = {o.get("uid") for w in listed_workloads if _condition(w, "Admitted") == "True"
+                    for o in w["metadata"].get("ownerReferences") or []}
+    events = [e for e in cp.items("/api/v1/events") if e["involvedObject"].get("kind") == "TFJob"]
+    said = {e["involvedObject"].get("name") for e in events}
+    warned = {e["involvedObject"].get("uid") for e in events if e.get("type") == "Warning"}
+    # no condition yet: the operator has not acted on it, unless it said why not
+    behind += sorted({name for name, _, state, _ in jobs if state == "Pending"} - said)
+    behind += _short_of_pods(live, listed, admitted, warned)
     return pods, claims, jobs, workloads, time.monotonic() if behind else ()
+
+
+def _suspended(job: Mapping[str, Any]) -> bool:
+    return bool((job["spec"].get("runPolicy") or {}).get("suspend"))
+
+
+def _short_of_pods(jobs: list, pods: list, admitted: set, warned: set) -> list[str]:
+    """TFJobs whose controllers still have work to do that no status shows yet: admitted by Kueue
+    but still suspended (Kueue's job reconciler has yet to resume it), or running (not suspended,
+    not finished) with fewer live pods than replicas (the operator has yet to create them), unless
+    the operator said why not (a Warning Event on the job, such as FailedCreatePod under a quota).
+    Without this a settle could end in the quiet between Kueue's admission and the job's pods."""
+    live_pods: dict[tuple[str, str], int] = {}
+    for pod in pods:
+        name = (pod["metadata"].get("labels") or {}).get(JOB_NAME_LABEL)
+        if name and not pod["metadata"].get("deletionTimestamp"):
+            key = (pod["metadata"]["namespace"], name)
+            live_pods[key] = live_pods.get(key, 0) + 1
+    short = []
+    for job in jobs:
+        meta = job["metadata"]
+        if observe.tfjob_state(job) in ("Succeeded", "Failed") or meta.get("uid") in warned:
+            continue
+        if _suspended(job):
+            if meta.get("uid") in admitted:
+                short.append(meta["name"])
+            continue
+        want = sum(int(spec.get("replicas", 1)) for spec in (job["spec"].get("tfReplicaSpecs") or {}).values())
+        if live_pods.get((meta["namespace"], meta["name"]), 0) < want:
+            short.append(meta["name"])
+    return short
