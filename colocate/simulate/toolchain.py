@@ -37,8 +37,9 @@ def builds(cfg: config.Config) -> list[Build]:
         Build("kubernetes", ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"),
               "k8s.io/kubernetes", sim.kubernetes, "kubernetes", ("./cmd/...",), f"-s -w {version_flags}",
               cold="about 8 min"),
-        Build("etcd", ("etcd",), "go.etcd.io/etcd/server/v3", sim.etcd, "etcd", (".",), "-s -w",
-              cold="about 30 s"),
+        # etcdctl and etcdutl save and restore a kept base's snapshot (colocate/simulate/kept.py).
+        Build("etcd", ("etcd", "etcdctl", "etcdutl"), "go.etcd.io/etcd/server/v3", sim.etcd, "etcd",
+              (".", "./etcdctl", "./etcdutl"), "-s -w", cold="about 50 s"),
         Build("training-operator", ("training-operator.v1",), "github.com/kubeflow/training-operator",
               cfg.training_operator_version, None,
               ("github.com/kubeflow/training-operator/cmd/training-operator.v1",), "-s -w", cold="about 80 s"),
