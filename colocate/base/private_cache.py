@@ -38,7 +38,7 @@ _SECRET = "secret"
 _SECRET_SIZE = 32
 
 #: What the user's cache folder holds (a folder made by an older colocate has no tag).
-_OURS = re.compile(r"(check|compiled|kubeconform|secret|tools|CACHEDIR\.TAG|\.tmp-.*)\Z")
+_OURS = re.compile(r"(check|compiled|kubeconform|secret|simulate|tools|CACHEDIR\.TAG|\.tmp-.*)\Z")
 
 _warned: set[str] = set()
 _folders: dict[str, str | None] = {}

@@ -41,6 +41,11 @@ def add(command) -> None:
                    help="sync dist/ at git revision REV first, let it settle, then sync the working tree's dist/ onto "
                         "it as Argo CD syncs a merged pull request, and report what that sync did (an immutable field, "
                         "a failed apply: exit 1); none (default): sync dist/ from nothing")
+    p.add_argument("--fresh", action="store_true",
+                   help="sync the base from nothing and keep nothing. By default the settled base (dist/, or REV's "
+                        "with --base) is restored from the user's cache folder when a run kept it there, else synced "
+                        "and kept: a second run on the same base starts in seconds (docs/simulate.md, \"A kept "
+                        "base\")")
     p.add_argument("--keep-logs", action="store_true", help="keep the components' logs (kept anyway on failure)")
     p.set_defaults(func=run)
 
@@ -66,7 +71,8 @@ def _run(args: argparse.Namespace, dist: Path, chosen, change: Path | None = Non
     obs, logs = simulation.simulate(dist, chosen, Path(args.config) if args.config else None, keep_logs=args.keep_logs,
                              log=lambda line: print(escape(line), file=sys.stderr, flush=True),
                              resubmitter=False if args.no_resubmitter else None,
-                             render_jobs=lambda paths: _job_files(args.config, paths), change=change)
+                             render_jobs=lambda paths: _job_files(args.config, paths), change=change,
+                             keep_base=not args.fresh)
     # The report on stdout first: a file that cannot be written loses neither it nor the run.
     sys.stdout.write(formats.FORMATS[args.format](obs, logs))
     sys.stdout.flush()

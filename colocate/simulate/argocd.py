@@ -76,6 +76,27 @@ class ArgoCD:
         self.cp.wait_established(["applications.argoproj.io", "appprojects.argoproj.io"])
         self._make_repo()
         self._install()
+        self._run()
+
+    def resume(self, kept_repo: Path, old_repo_url: str, old_server: str) -> None:
+        """Start on a kept base (colocate.simulate.kept): its repository copy, committed again at
+        this run's addresses (the API server's port and the copy's folder are new), and the
+        Applications and the cluster secret etcd holds pointed at them before the controller
+        starts, so that it finds every Application as synced as it left it."""
+        shutil.copytree(kept_repo, self.repo)
+        self._copy_dist(self.dist)
+        self.commit("dist/ as simulated, at this run's addresses")
+        self.cp.apply(self._cluster_secret())
+        for app in self.cp.items(f"/apis/argoproj.io/v1alpha1/namespaces/{self.namespace}/applications"):
+            old = json.dumps(app["spec"])
+            new = old.replace(old_repo_url, self.repo_url).replace(old_server, self.cp.server)
+            if new != old:
+                self.cp.request("PATCH", self.cp.path("argoproj.io/v1alpha1", "Application", self.namespace,
+                                                      app["metadata"]["name"]),
+                                {"spec": json.loads(new)}, content_type="application/merge-patch+json")
+        self._run()
+
+    def _run(self) -> None:
         redis_port, repo_port = free_port(), free_port()
         self.cp.run("redis", [str(self.cp.binaries["redis-server"]), "--port", str(redis_port), "--bind", "127.0.0.1",
                               "--save", "", "--appendonly", "no"])
@@ -152,12 +173,16 @@ class ArgoCD:
                        "metadata": {"name": self.cfg.gitops.project, "namespace": ns},
                        "spec": {"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": "*"}],
                                 "clusterResourceWhitelist": [{"group": "*", "kind": "*"}]}})
+        self.cp.apply(self._cluster_secret())
+
+    def _cluster_secret(self) -> dict[str, Any]:
+        """The simulated API server, as Argo CD's cluster secret names it."""
         cluster = {"bearerToken": self.cp.token, "tlsClientConfig": {"insecure": True}}
-        self.cp.apply({"apiVersion": "v1", "kind": "Secret",
-                       "metadata": {"name": "simulated-cluster", "namespace": ns,
-                                    "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
-                       "data": {k: base64.b64encode(v.encode()).decode() for k, v in
-                                {"name": "simulated", "server": self.cp.server, "config": json.dumps(cluster)}.items()}})
+        return {"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "simulated-cluster", "namespace": self.namespace,
+                             "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
+                "data": {k: base64.b64encode(v.encode()).decode() for k, v in
+                         {"name": "simulated", "server": self.cp.server, "config": json.dumps(cluster)}.items()}}
 
     def refresh_root(self) -> None:
         """Ask for an immediate refresh of the bootstrap Applications (a webhook would on a push)."""

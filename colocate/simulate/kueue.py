@@ -19,6 +19,7 @@ import base64
 import copy
 import functools
 import json
+import shutil
 import subprocess
 import urllib.error
 import urllib.request
@@ -210,6 +211,8 @@ class Kueue:
 
     cp: ControlPlane
     cfg: config_mod.Kueue
+    #: A kept base's certs/ (colocate.simulate.kept): the CA its webhook configurations name.
+    kept_certs: Path | None = None
     folder: Path = field(init=False)
     ports: dict[str, int] = field(init=False)
     ca_pem: bytes = field(init=False)
@@ -220,7 +223,11 @@ class Kueue:
     def __post_init__(self) -> None:
         self.folder = self.cp.workdir / "kueue"
         self.ports = {name: free_port() for name in ("metrics", "health", "webhook")}
-        self.ca_pem = make_certificates(self.folder / "certs")
+        if self.kept_certs:
+            shutil.copytree(self.kept_certs, self.folder / "certs")
+            self.ca_pem = (self.folder / "certs" / "ca.crt").read_bytes()
+        else:
+            self.ca_pem = make_certificates(self.folder / "certs")
         namespace, _ = _kustomize_names()
         conf = configuration(self.cfg, namespace=namespace, metrics_port=self.ports["metrics"],
                              health_port=self.ports["health"], webhook_port=self.ports["webhook"],
@@ -245,6 +252,18 @@ class Kueue:
             self.rewritten.append(f"{doc['kind']}/{doc['metadata']['name']}")
             return True
         return False
+
+    def repoint(self, old_url: str) -> None:
+        """On a kept base: the webhook configurations etcd holds call this process's port, not the
+        one the base's run gave Kueue (what kept.py restores names the old one)."""
+        for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+            path = f"/apis/admissionregistration.k8s.io/v1/{kind}"
+            for obj in self.cp.items(path):
+                old = json.dumps(obj["webhooks"])
+                if old_url in old:
+                    self.cp.request("PATCH", f"{path}/{obj['metadata']['name']}",
+                                    {"webhooks": json.loads(old.replace(old_url, self.url))},
+                                    content_type="application/merge-patch+json")
 
     def start_when_served(self) -> None:
         """Start once Argo CD has installed every Kueue CRD (a tick of the sync's wait), with

@@ -81,13 +81,17 @@ class ControlPlane:
     """``with ControlPlane(binaries) as cp:`` a running API server at ``cp.server``, reachable
     with ``cp.kubeconfig``; ``cp.run`` starts more processes that are stopped with it."""
 
-    def __init__(self, binaries: dict[str, Path], keep_logs: bool = False):
+    def __init__(self, binaries: dict[str, Path], keep_logs: bool = False, restore: Path | None = None):
+        """``restore``: a kept base's folder (colocate.simulate.kept): its etcd snapshot is restored
+        and its ``pki/`` reused, so that the service account tokens etcd holds stay valid."""
         self.binaries = binaries
         self.keep_logs = keep_logs
+        self.restore = restore
         self.workdir = Path(tempfile.mkdtemp(prefix="colocate-simulate-"))
         self.logs = self.workdir / "logs"
         self.logs.mkdir()
-        self.token = secrets.token_hex(16)
+        self.token = (restore / "pki" / "tokens.csv").read_text().split(",")[0] if restore else secrets.token_hex(16)
+        self.etcd_url = ""
         self.port = free_port()
         self.server = f"https://127.0.0.1:{self.port}"
         self.kubeconfig = self.workdir / "kubeconfig"
@@ -154,8 +158,11 @@ class ControlPlane:
 
     def _start(self) -> None:
         etcd_port, peer_port = free_port(), free_port()
+        self.etcd_url = f"http://127.0.0.1:{etcd_port}"
+        if self.restore:
+            self._restore_etcd(peer_port)
         self.run("etcd", [str(self.binaries["etcd"]), "--name", "sim", "--data-dir", str(self.workdir / "etcd"),
-                          "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
+                          "--listen-client-urls", self.etcd_url,
                           "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
                           "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
                           "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
@@ -163,10 +170,13 @@ class ControlPlane:
                           # A throwaway cluster: durability costs seconds and buys nothing.
                           "--unsafe-no-fsync", "--log-level", "warn"])
         pki = self.workdir / "pki"
-        pki.mkdir()
         sa_key = pki / "sa.key"
-        subprocess.run(["openssl", "genrsa", "-out", str(sa_key), "2048"], check=True, capture_output=True)
-        (pki / "tokens.csv").write_text(f"{self.token},colocate-simulate,colocate-simulate,system:masters\n")
+        if self.restore:
+            shutil.copytree(self.restore / "pki", pki)
+        else:
+            pki.mkdir()
+            subprocess.run(["openssl", "genrsa", "-out", str(sa_key), "2048"], check=True, capture_output=True)
+            (pki / "tokens.csv").write_text(f"{self.token},colocate-simulate,colocate-simulate,system:masters\n")
         self.run("kube-apiserver", [
             str(self.binaries["kube-apiserver"]),
             f"--etcd-servers=http://127.0.0.1:{etcd_port}",
@@ -202,6 +212,25 @@ class ControlPlane:
         ])
         self.run("kube-scheduler", [str(self.binaries["kube-scheduler"]), *common,
                                     f"--secure-port={ports['kube-scheduler']}"])
+
+    def _restore_etcd(self, peer_port: int) -> None:
+        """The kept snapshot as this member's data folder: ``etcdutl snapshot restore`` checks the
+        hash etcd appended to it (etcd v3.5.15 etcdutl/snapshot/v3_snapshot.go Restore) and writes
+        a new one-member cluster at this run's peer URL."""
+        peer = f"http://127.0.0.1:{peer_port}"
+        done = subprocess.run([str(self.binaries["etcdutl"]), "snapshot", "restore", str(self.restore / "etcd.db"),
+                               "--name", "sim", "--data-dir", str(self.workdir / "etcd"),
+                               "--initial-cluster", f"sim={peer}", "--initial-advertise-peer-urls", peer],
+                              capture_output=True, text=True)
+        if done.returncode:
+            raise SimulationError(f"etcdutl snapshot restore failed: {done.stderr.strip()[-800:]}")
+
+    def snapshot(self, path: Path) -> None:
+        """``etcdctl snapshot save``: a consistent copy of the running etcd, with its hash."""
+        done = subprocess.run([str(self.binaries["etcdctl"]), f"--endpoints={self.etcd_url}", "snapshot", "save",
+                               str(path)], capture_output=True, text=True)
+        if done.returncode:
+            raise SimulationError(f"etcdctl snapshot save failed: {done.stderr.strip()[-800:]}")
 
     def _write_kubeconfig(self) -> None:
         self.kubeconfig.write_text(json.dumps({

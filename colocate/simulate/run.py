@@ -2,6 +2,7 @@
 dist/ applied, the scenario played, and what the cluster did read back."""
 from __future__ import annotations
 
+import shutil
 import time
 import urllib.error
 from pathlib import Path
@@ -14,7 +15,7 @@ from colocate.errors import InputError
 from colocate.model.names import BLOCKED_REASON, JOB_NAME_LABEL, PEAK_REPLICAS_ANNOTATION, TIER_LABEL
 from colocate.base.data_files import display
 from colocate.incluster.resubmit import policy as resubmit_policy
-from colocate.simulate import argocd, components, kueue, nodes, observe, rollouts, stand_ins, steps as steps_mod, toolchain
+from colocate.simulate import argocd, components, kept, kueue, nodes, observe, rollouts, stand_ins, steps as steps_mod, toolchain
 from colocate.simulate.local_cluster import ControlPlane, SimulationError, refusal
 from colocate.simulate.scenario import Scenario
 
@@ -33,13 +34,15 @@ SETTLE_TIMEOUT = 120.0
 
 def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, keep_logs: bool = False,
              log: Callable[[str], None] = print, inspect: Callable[[ControlPlane], None] | None = None,
-             resubmitter: bool | None = None, render_jobs: RenderJobs | None = None, change: Path | None = None
-             ) -> tuple[observe.Observation, Path | None]:
+             resubmitter: bool | None = None, render_jobs: RenderJobs | None = None, change: Path | None = None,
+             keep_base: bool = False) -> tuple[observe.Observation, Path | None]:
     """Run ``scenario`` on ``dist``; the observation and, when logs are kept, their folder.
     ``inspect`` is called with the running cluster once the scenario has played. ``render_jobs``
     gives the dist/ files of the job files the scenario adds (synth's, from the command).
     ``change``: ``dist`` is the base, running and settled before ``change`` (another dist/ tree)
-    is synced onto it as Argo CD syncs a merged pull request; the scenario then plays on the change."""
+    is synced onto it as Argo CD syncs a merged pull request; the scenario then plays on the change.
+    ``keep_base``: restore the settled base from the user's cache when it holds it, else sync it
+    from nothing and keep it there (colocate.simulate.kept)."""
     cfg = config_mod.load(config_path) if config_path else config_mod.load()
     pools = nodes.read_pools(dist)
     counts = _node_counts(pools, scenario)
@@ -48,53 +51,98 @@ def simulate(dist: Path, scenario: Scenario, config_path: Path | None = None, ke
     added = _added_jobs(scenario, planned, render_jobs)
     resubmitting = scenario.resubmitter if resubmitter is None else resubmitter
     binaries = toolchain.ensure(cfg, log=log)
+    base_key = (kept.key(dist, repr(cfg), counts, resubmitting, {b.name: b.stamp() for b in toolchain.builds(cfg)})
+                if keep_base else None)
+    restored = kept.load(base_key, log) if base_key else None
     started = time.monotonic()
     obs = observe.Observation(scenario=scenario.name, resubmitter=resubmitting, hourly=scenario.day is not None,
                               may_wait=("offline",) if scenario.offline_may_wait else ())
-    cp = ControlPlane(binaries, keep_logs=keep_logs)
-    with cp:
-        log(f"simulate: control plane up at {cp.server} ({time.monotonic() - started:.1f} s)")
-        components.start_kwok(cp)
-        node_pool = _add_nodes(cp, pools, counts)
-        storage_classes = sorted({cfg.shared_storage_class, cfg.monitoring.storage_class})
-        for storage_class in storage_classes:  # the cluster provides them (dist/ does not write them)
-            components.install_storage_class(cp, storage_class)
-        # Kueue's manager runs as a host process once Argo CD has installed its CRDs, while the sync
-        # goes on: its webhooks (dist/'s, called by URL in Argo CD's copy) admit the TFJobs.
-        # The manager runs whenever dist/ brings its CRDs (a tree synthesized with the queue on).
-        queue = kueue.Kueue(cp, cfg.kueue) if cfg.kueue else None
-        argo = argocd.ArgoCD(cp, cfg, dist, rewrite=queue.rewrite if queue else None)
-        argo.start()
-        obs.rejected += [observe.Rejected("dist/bootstrap/", "root Application", e) for e in argo.apply_bootstrap()]
-        tick = _ticker(queue)
-        apps = argo.wait_synced({d["metadata"]["name"] for _, d in [*docs, *_bootstrap(dist)] if d["kind"] == "Application"},
-                                tick=tick)
-        log(f"simulate: Argo CD synced {sum(a.sync == 'Synced' for a in apps)} of {len(apps)} Applications "
-            f"({time.monotonic() - started:.1f} s)")
-        _sync_results(cp, apps, docs, obs)
-        obs.admission_policies = _bound_policies(cp)
-        obs.applications = apps
-        _start_training(cp, cfg, queue, obs)
-        if resubmitting:
-            components.start_resubmitter(cp, _training_namespaces(docs))
-        obs.settled = _settle(cp, resubmitting)
-        obs.stand_ins = stand_ins.describe(cp, storage_classes, queue)
-        log(f"simulate: cluster settled ({time.monotonic() - started:.1f} s)")
-        if change is not None:
-            docs = _sync_change(cp, argo, change, docs, obs, resubmitting, tick)
-            log(f"simulate: the change synced onto the base, {sum(not a.ok for a in obs.change)} Application(s) "
-                f"failed ({time.monotonic() - started:.1f} s)")
-        since = _scale_and_drill(cp, argo, scenario, docs, apps, obs, resubmitting,
-                                 lambda line: log(f"{line} ({time.monotonic() - started:.1f} s)"))
-        if planned:
-            _play(cp, cfg, planned, docs, node_pool, obs, resubmitting, log, started, argo, added)
-        if inspect:
-            inspect(cp)
-        observe.observe(cp, obs, _tiers(docs), node_pool, since_events=since)
-        if not obs.ok:
-            cp.failed = True
+    cp = ControlPlane(binaries, keep_logs=keep_logs, restore=restored.path if restored else None)
+    try:
+        with cp:
+            log(f"simulate: control plane up at {cp.server}{' on the kept base' if restored else ''} "
+                f"({time.monotonic() - started:.1f} s)")
+            storage_classes = sorted({cfg.shared_storage_class, cfg.monitoring.storage_class})
+            if restored:
+                node_pool, queue, argo, tick = _resume_base(cp, cfg, dist, restored, obs)
+            else:
+                node_pool, queue, argo, tick = _build_base(cp, cfg, dist, pools, counts, storage_classes, obs)
+            apps = argo.wait_synced({d["metadata"]["name"] for _, d in [*docs, *_bootstrap(dist)]
+                                     if d["kind"] == "Application"}, tick=tick)
+            log(f"simulate: Argo CD {'found' if restored else 'synced'} {sum(a.sync == 'Synced' for a in apps)} of "
+                f"{len(apps)} Applications synced ({time.monotonic() - started:.1f} s)")
+            _sync_results(cp, apps, docs, obs)
+            obs.admission_policies = _bound_policies(cp)
+            obs.applications = apps
+            _start_training(cp, cfg, queue, obs)
+            if resubmitting:
+                components.start_resubmitter(cp, _training_namespaces(docs))
+            obs.settled = _settle(cp, resubmitting)
+            obs.stand_ins = stand_ins.describe(cp, storage_classes, queue)
+            log(f"simulate: cluster settled ({time.monotonic() - started:.1f} s)")
+            if base_key and not restored and obs.settled:
+                _keep(cp, base_key, node_pool, queue, argo, obs, log)
+            if change is not None:
+                docs = _sync_change(cp, argo, change, docs, obs, resubmitting, tick)
+                log(f"simulate: the change synced onto the base, {sum(not a.ok for a in obs.change)} Application(s) "
+                    f"failed ({time.monotonic() - started:.1f} s)")
+            since = _scale_and_drill(cp, argo, scenario, docs, apps, obs, resubmitting,
+                                     lambda line: log(f"{line} ({time.monotonic() - started:.1f} s)"))
+            if planned:
+                _play(cp, cfg, planned, docs, node_pool, obs, resubmitting, log, started, argo, added)
+            if inspect:
+                inspect(cp)
+            observe.observe(cp, obs, _tiers(docs), node_pool, since_events=since)
+            if not obs.ok:
+                cp.failed = True
+    finally:
+        if restored:
+            shutil.rmtree(restored.path, ignore_errors=True)
     obs.seconds = time.monotonic() - started
     return obs, (cp.workdir if cp.failed or keep_logs else None)
+
+
+def _build_base(cp: ControlPlane, cfg, dist: Path, pools, counts, storage_classes, obs: observe.Observation):
+    """From nothing: kwok's nodes, the storage classes, Argo CD and the root Application."""
+    components.start_kwok(cp)
+    node_pool = _add_nodes(cp, pools, counts)
+    for storage_class in storage_classes:  # the cluster provides them (dist/ does not write them)
+        components.install_storage_class(cp, storage_class)
+    # Kueue's manager runs as a host process once Argo CD has installed its CRDs, while the sync
+    # goes on: its webhooks (dist/'s, called by URL in Argo CD's copy) admit the TFJobs.
+    # The manager runs whenever dist/ brings its CRDs (a tree synthesized with the queue on).
+    queue = kueue.Kueue(cp, cfg.kueue) if cfg.kueue else None
+    argo = argocd.ArgoCD(cp, cfg, dist, rewrite=queue.rewrite if queue else None)
+    argo.start()
+    obs.rejected += [observe.Rejected("dist/bootstrap/", "root Application", e) for e in argo.apply_bootstrap()]
+    return node_pool, queue, argo, _ticker(queue)
+
+
+def _resume_base(cp: ControlPlane, cfg, dist: Path, restored: kept.Found, obs: observe.Observation):
+    """On a kept base: the same processes, pointed at this run's addresses (kept.py)."""
+    state = restored.state
+    components.start_kwok(cp)
+    queue = None
+    if cfg.kueue:
+        queue = kueue.Kueue(cp, cfg.kueue, kept_certs=restored.path / "kueue" / "certs")
+        if state.get("kueue_url"):
+            queue.repoint(state["kueue_url"])
+    argo = argocd.ArgoCD(cp, cfg, dist, rewrite=queue.rewrite if queue else None)
+    argo.resume(restored.path / "repo", state["repo_url"], state["server"])
+    if queue and state.get("kueue_url"):
+        queue.start(register_webhooks=False)
+    obs.rejected += [observe.Rejected(*r) for r in state["rejected"]]
+    return state["node_pool"], queue, argo, _ticker(queue)
+
+
+def _keep(cp: ControlPlane, base_key: str, node_pool, queue, argo: argocd.ArgoCD, obs: observe.Observation,
+          log) -> None:
+    """Keep the settled base (kept.py): its snapshot, keys, repository copy and what the run knew."""
+    cp.snapshot(cp.workdir / "etcd.db")
+    kept.save(base_key, cp.workdir, {
+        "server": cp.server, "repo_url": argo.repo_url, "kueue_url": queue.url if queue and queue.started else "",
+        "node_pool": node_pool, "rejected": [[r.source, r.object, r.message] for r in obs.rejected]}, log)
+    (cp.workdir / "etcd.db").unlink(missing_ok=True)
 
 
 def _add_nodes(cp: ControlPlane, pools, counts: Mapping[str, int]) -> dict[str, str]:
