@@ -132,7 +132,19 @@ def _resume_base(cp: ControlPlane, cfg, dist: Path, restored: kept.Found, obs: o
     if queue and state.get("kueue_url"):
         queue.start(register_webhooks=False)
     obs.rejected += [observe.Rejected(*r) for r in state["rejected"]]
+    _release_leases(cp)
     return state["node_pool"], queue, argo, _ticker(queue)
+
+
+def _release_leases(cp: ControlPlane) -> None:
+    """The kept run's resubmitter held its Lease when the snapshot was taken, and is gone: release
+    it as that process would on a clean stop (incluster/resubmit/leader.py Lease.release), or the
+    new one waits out the lease (15 s) while the scenario plays."""
+    for lease in cp.items(f"/apis/coordination.k8s.io/v1/leases?fieldSelector=metadata.name%3D{components.RESUBMITTER}"):
+        meta = lease["metadata"]
+        cp.request("PATCH", f"/apis/coordination.k8s.io/v1/namespaces/{meta['namespace']}/leases/{meta['name']}",
+                   {"spec": {"holderIdentity": "", "leaseDurationSeconds": 1}},
+                   content_type="application/merge-patch+json")
 
 
 def _keep(cp: ControlPlane, base_key: str, node_pool, queue, argo: argocd.ArgoCD, obs: observe.Observation,

@@ -353,7 +353,8 @@ def synced():
         seen["metrics"] = cp.scrape("kueue")
         seen["url"] = next(c["url"] for c in seen["hooks"].values()).split("/mutate")[0].split("/validate")[0]
 
-    obs, _ = run.simulate(dist, scenario.load("night"), log=lambda line: None, inspect=inspect)
+    obs, _ = run.simulate(dist, scenario.load("night"), log=lambda line: None, inspect=inspect,
+                          keep_base=True)
     return obs, seen
 
 

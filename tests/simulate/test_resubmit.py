@@ -274,7 +274,8 @@ def live():
         found["lease"] += [first, cp.request("GET", lease)["spec"]["holderIdentity"], proc.returncode]
 
     with tagged():
-        obs, _ = run.simulate(DIST, scenario.load("night"), log=lambda line: None, inspect=inspect)
+        obs, _ = run.simulate(DIST, scenario.load("night"), log=lambda line: None, inspect=inspect,
+                              keep_base=True)
     return obs, found
 
 
