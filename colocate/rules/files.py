@@ -92,8 +92,47 @@ def _parse_rules(files: list[Path]) -> list[dict[str, Any]]:
         validated_yaml.validate(data, _RULE_SCHEMA, str(path))
         if not path.stem.startswith(data["id"]):
             raise InputError(str(path), "$.id", f"file name must start with the rule id {data['id']}")
+        _parse_examples(data.pop("examples", {}), str(path))  # the tests' (rule_examples), not the checker's
         rows.append({**data, "kinds": list(data.get("kinds", ())), "file": str(path)})
     return rows
+
+
+def _parse_examples(examples: dict[str, list], file: str) -> dict[str, list[str]]:
+    """A rule file's ``examples``, each as a manifest file's text. Text that is not YAML, or holds
+    no object or something other than objects, is bad input naming the example."""
+    import yaml
+
+    from colocate.base import safe_yaml
+
+    out: dict[str, list[str]] = {}
+    for verdict, items in examples.items():
+        for index, item in enumerate(items):
+            where = f"$.examples.{verdict}[{index}]"
+            if isinstance(item, dict):
+                out.setdefault(verdict, []).append(yaml.safe_dump(item, sort_keys=False))
+                continue
+            try:
+                docs = [d for d in safe_yaml.load_all(item) if d is not None]
+            except yaml.YAMLError as exc:
+                raise InputError(file, where, f"not valid YAML: {getattr(exc, 'problem', None) or exc}; write the "
+                                 "manifest as a literal block (`- |`) or as one object") from None
+            if not docs or not all(isinstance(d, dict) and "apiVersion" in d and "kind" in d for d in docs):
+                raise InputError(file, where, "each YAML document must be a Kubernetes object with apiVersion and "
+                                 "kind; write the manifest as a literal block (`- |`), objects separated by ---")
+            out.setdefault(verdict, []).append(item)
+    return out
+
+
+def rule_examples(rule: Rule) -> dict[str, list[str]]:
+    """The ``examples`` of the rule's file: {"fail": [manifest text, ...], "pass": [...]}, empty
+    when it has none (its cases are then fixture files only). Read from the file each time: the
+    checker never needs them, so the loaded rules (and the verdict cache) do not carry them."""
+    from colocate.base import validated_yaml
+
+    if not rule.file:
+        return {}
+    data = validated_yaml.load_yaml_file(Path(rule.file))
+    return _parse_examples(data.get("examples", {}) if isinstance(data, dict) else {}, rule.file)
 
 
 #: What reads the rule files: a change to any of them is a new compiled form.
