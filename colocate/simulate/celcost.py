@@ -20,6 +20,7 @@ from typing import Any, Iterable
 
 from colocate import ROOT, config
 from colocate.rules import admission
+from colocate.rules.files import read_rules, rule_examples
 from colocate.base import safe_yaml
 from colocate.simulate import toolchain
 
@@ -156,7 +157,7 @@ def _broken(names: Names, obj: dict) -> dict:
 def reference_cases(dist: Path = ROOT / "dist", config_path: Path = ROOT / config.CONFIG_NAME,
                     ) -> tuple[list[dict], list[dict], dict[str, dict]]:
     """(the policies of ``dist``, the objects to measure them on, the namespaces by name): every
-    object of dist/apps, every fixture of every rule, and the large TFJob and Deployments in the
+    object of dist/apps, every fixture and example of every rule, and the large TFJob and Deployments in the
     names of ``config_path``, the colocate.yaml ``dist`` was synthesized from."""
     names = Names.of(config_path)
     training, online = names.training_namespace, names.online_namespace
@@ -164,6 +165,8 @@ def reference_cases(dist: Path = ROOT / "dist", config_path: Path = ROOT / confi
     namespaces = {d["metadata"]["name"]: d for p in sorted(dist.glob("apps/*/namespace.*.yaml")) for d in _docs(p)}
     objects = [d for p in sorted(dist.glob("apps/*/*.yaml")) for d in _docs(p)]
     objects += [d for p in sorted((ROOT / "tests/policies/fixtures").glob("*/*.yaml")) for d in _docs(p)]
+    objects += [d for rule in read_rules() for texts in rule_examples(rule).values() for text in texts
+                for d in safe_yaml.load_all(text) if isinstance(d, dict)]  # the rule files' own cases
     large = [large_tfjob(names), large_deployment(names, training), large_deployment(names, online)]
     # The same, breaking every rule in every container: the messageExpressions walk them all.
     objects += large + [_broken(names, obj) for obj in large]

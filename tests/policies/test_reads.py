@@ -1,10 +1,10 @@
 """Each Python check is handed what its rule file declares (target, kinds, skeletons, and its
 @reads callables: checker.Reads) and is run over just that, with or without the verdict cache. A
 declaration that leaves out something the check needs changes its findings (or, for a kind it asks
-for by name, is refused): here every check judges dist/ and every rule's fixtures both ways."""
+for by name, is refused): here every check judges dist/ and every rule's cases (fixture files
+and its file's examples) both ways."""
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import pytest
@@ -14,27 +14,26 @@ from colocate.checker import manifests
 from colocate.checker.context import checked_context
 from colocate.checker.reads import EVERYTHING
 from tests.helpers import ROOT
+from tests.policies.rule_cases import FIXTURES, cases, examples_tree
 
-FIXTURES = Path(__file__).parent / "fixtures"
 CHECKS = [r for r in checker.load_rules() if r.check is not None]
 CROSS = [r for r in CHECKS if not checker.judges_alone(r)]
 
 
-def _inputs() -> list[tuple[str, list[Path]]]:
-    # Every fixture together too: one rule's objects meet another's (a pod and a PriorityClass).
-    out = [("dist", [ROOT / "dist"]), ("all fixtures", [FIXTURES])]
-    for folder in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
-        out += [(f"{folder.name}/{p.name}", [p]) for p in sorted(folder.glob("*.yaml"))]
-    return out
+def _inputs(examples: Path) -> list[tuple[str, list[Path]]]:
+    # Every case together too: one rule's objects meet another's (a pod and a PriorityClass).
+    rules = checker.load_rules()
+    out = [("dist", [ROOT / "dist"]), ("all fixtures", [FIXTURES, examples_tree(rules, examples)])]
+    return out + [(case.where, [case.path(examples)]) for case in cases(rules)]
 
 
-@functools.cache
-def _loaded() -> list[tuple[str, list, object]]:
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory) -> list[tuple[str, list, object]]:
     """(name, objects, context) of every input, read once for all the rules: reading them takes
     about 4 s, judging one rule over all of them a few milliseconds."""
     rules = checker.load_rules()
     out = []
-    for name, paths in _inputs():
+    for name, paths in _inputs(tmp_path_factory.mktemp("rule-examples")):
         docs = manifests.load(paths)
         out.append((name, docs, checked_context(config.load(), docs, None, rules)))
     return out
@@ -51,10 +50,10 @@ def _lossless(declared, docs: list, ctx) -> checker.Index:
 
 
 @pytest.mark.parametrize("rule", CHECKS, ids=lambda r: r.id)
-def test_a_check_finds_the_same_over_what_it_declares_as_over_what_it_would_see_whole(rule):
+def test_a_check_finds_the_same_over_what_it_declares_as_over_what_it_would_see_whole(rule, loaded):
     declared = checker.rule_reads(rule)
     compared = 0
-    for name, docs, ctx in _loaded():
+    for name, docs, ctx in loaded:
         lossless = _lossless(declared, docs, ctx)
         full = checker.evaluate([rule], lossless, viewed={id(declared): lossless})
         viewed = checker.evaluate([rule], checker.Index(docs, ctx))

@@ -1,22 +1,23 @@
-"""Every rule has fixtures that fail and pass it, run through the full check (kubeconform too)."""
+"""Every rule has cases that fail and pass it, run through the full check (kubeconform too): its
+fixture files (tests/policies/fixtures/<ID>/) and the examples in its rule file, alike."""
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 from colocate import checker
 from colocate.checker import formats as report
+from tests.policies.rule_cases import FIXTURES, Case, cases
 
-FIXTURES = Path(__file__).parent / "fixtures"
 RULES = checker.load_rules()
 
 
-def test_every_rule_has_a_failing_and_a_passing_fixture():
+def test_every_rule_has_a_failing_and_a_passing_case():
+    have = {(c.rule, c.verdict) for c in cases(RULES)}
     for rule in RULES:
-        names = [p.name for p in (FIXTURES / rule.id).glob("*.yaml")]
-        assert any(n.startswith("fail") for n in names), f"{rule.id} has no fail*.yaml fixture"
-        assert any(n.startswith("pass") for n in names), f"{rule.id} has no pass*.yaml fixture"
+        for verdict in ("fail", "pass"):
+            assert (rule.id, verdict) in have, (
+                f"{rule.id} has no {verdict} case: add `examples: {{{verdict}: [...]}}` to {rule.file}, "
+                f"or a tests/policies/fixtures/{rule.id}/{verdict}*.yaml")
 
 
 def test_every_fixture_folder_belongs_to_a_rule():
@@ -24,26 +25,25 @@ def test_every_fixture_folder_belongs_to_a_rule():
     assert {p.name for p in FIXTURES.iterdir() if p.is_dir()} <= ids
 
 
-def _fixtures(prefix: str):
-    return sorted(p for p in FIXTURES.glob(f"*/{prefix}*.yaml"))
-
-
-@pytest.mark.parametrize("fixture", _fixtures("fail"), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_failing_fixture_is_reported_with_file_object_field_and_fix(fixture):
+@pytest.mark.parametrize("case", cases(RULES, "fail"), ids=lambda c: c.id)
+def test_failing_case_is_reported_with_file_object_field_and_fix(case: Case, tmp_path):
+    fixture = case.path(tmp_path)
     result = checker.check([fixture])
-    assert result.kubeconform.invalid == result.kubeconform.errors == result.kubeconform.skipped == 0
-    found = [f for f in result.findings if f.rule == fixture.parent.name]
-    assert found, f"{fixture.parent.name} did not fire on {fixture}"
+    schema = result.kubeconform
+    assert schema.invalid == schema.errors == schema.skipped == 0, f"{case.where}: kubeconform: {report.to_text(result)}"
+    found = [f for f in result.findings if f.rule == case.rule]
+    assert found, f"{case.where}: {case.rule} did not fire on it; it found {report.to_text(result)}"
     for finding in found:
         line = next(text.strip() for text in report.to_text(result).splitlines()
                     if text.strip().startswith(f"{finding.severity.upper()} {finding.rule} "))
-        assert str(fixture) in line and f"{finding.kind}/" in line and finding.field and "(fix: " in line
+        assert str(fixture) in line and f"{finding.kind}/" in line and finding.field and "(fix: " in line, (
+            f"{case.where}: the finding names no file, object, field or fix: {line}")
 
 
-@pytest.mark.parametrize("fixture", _fixtures("pass"), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_passing_fixture_is_clean(fixture):
-    result = checker.check([fixture])
-    assert result.findings == [], report.to_text(result)
+@pytest.mark.parametrize("case", cases(RULES, "pass"), ids=lambda c: c.id)
+def test_passing_case_is_clean(case: Case, tmp_path):
+    result = checker.check([case.path(tmp_path)])
+    assert result.findings == [], f"{case.where} is not clean under every rule:\n{report.to_text(result)}"
 
 
 def test_rule_files_are_complete():

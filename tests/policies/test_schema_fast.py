@@ -1,5 +1,5 @@
 """The schema rules' quick verdict agrees with jsonschema: an object it passes has no error, one it
-fails has one (the rule's fixtures, dist/'s objects, and seeded mutations of them)."""
+fails has one (the rules' fixtures and examples, dist/'s objects, and seeded mutations of them)."""
 from __future__ import annotations
 
 import math
@@ -13,6 +13,7 @@ from colocate.checker import load_rules, manifests, schema_fast
 from colocate.checker.context import load_config, make_context
 from colocate.checker.manifests.pod_templates import pod_specs
 from colocate.rules.files import fill
+from tests.policies.rule_cases import FIXTURES, examples_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_RULES = [r for r in load_rules() if r.schema is not None]
@@ -41,8 +42,9 @@ def _mutated(value, rng: random.Random):
 
 
 @pytest.fixture(scope="module")
-def docs():
-    found = manifests.find([ROOT / "tests" / "policies" / "fixtures", ROOT / "dist" / "apps"])
+def docs(tmp_path_factory):
+    examples = examples_tree(load_rules(), tmp_path_factory.mktemp("rule-examples"))
+    found = manifests.find([FIXTURES, examples, ROOT / "dist" / "apps"])
     return manifests.load_files(found.files, unusable=[])
 
 

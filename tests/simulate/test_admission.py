@@ -22,11 +22,11 @@ from colocate.rules import admission
 from colocate.simulate import celcost, components, toolchain
 from colocate.simulate.local_cluster import ControlPlane
 from tests.helpers import yaml_load_all
+from tests.policies.rule_cases import Case, cases, examples_tree
 
 pytestmark = pytest.mark.simulate
 
 DIST = ROOT / "dist"
-FIXTURES = ROOT / "tests" / "policies" / "fixtures"
 RULES = checker.load_rules()
 ENFORCED = {r.id: r for r in admission.enforced(RULES)}
 DENIED = re.compile(r"ValidatingAdmissionPolicy '[^']+' with binding '[^']+' denied request: (COL\d{3}) ")
@@ -64,7 +64,13 @@ def _dry_run(cp: ControlPlane, obj: dict) -> tuple[int, str, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def examples(tmp_path_factory) -> Path:
+    """The folder the rule files' examples are written to, as fixture files (tests/policies/rule_cases.py)."""
+    return examples_tree(RULES, tmp_path_factory.mktemp("rule-examples"))
+
+
+@pytest.fixture(scope="module")
+def cluster(examples):
     binaries = toolchain.ensure(log=lambda line: None)
     with ControlPlane(binaries) as cp:
         components.install_crds(cp, _docs(components.CRDS / "kubeflow.org_tfjobs.yaml"))
@@ -74,8 +80,8 @@ def cluster():
             for doc in _docs(path):
                 cp.apply(doc)
         names = {n["metadata"]["name"] for n in cp.items("/api/v1/namespaces")}
-        for path in FIXTURES.glob("*/*.yaml"):
-            for doc in _docs(path):
+        for case in cases(RULES):
+            for doc in _docs(case.path(examples)):
                 ns = (doc.get("metadata") or {}).get("namespace")
                 # COL408's fixtures name namespaces the API server refuses: not made here.
                 if ns and ns not in names and doc.get("kind") != "Namespace" and re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", ns):
@@ -84,15 +90,14 @@ def cluster():
         for path in sorted(DIST.glob("apps/platform/validatingadmissionpolicy*.yaml")):
             for doc in _docs(path):
                 cp.apply(doc)
-        _wait_enforced(cp)
+        _wait_enforced(cp, examples)
         yield cp
 
 
-def _wait_enforced(cp: ControlPlane, timeout: float = 60.0) -> None:
-    """Until each policy's admission controller has compiled it: the first failing fixture of
+def _wait_enforced(cp: ControlPlane, examples: Path, timeout: float = 60.0) -> None:
+    """Until each policy's admission controller has compiled it: the first failing case of
     every enforced error rule is denied by some policy."""
-    probes = [_docs(sorted((FIXTURES / rid).glob("fail*.yaml"))[0]) for rid, r in ENFORCED.items()
-              if r.severity == "error"]
+    probes = [_docs(cases([r], "fail")[0].path(examples)) for r in ENFORCED.values() if r.severity == "error"]
     deadline = time.monotonic() + timeout
     while True:
         pending = [p for p in probes if not any(DENIED.search(_dry_run(cp, d)[1]) for d in p if d.get("kind") != "Namespace")]
@@ -101,8 +106,9 @@ def _wait_enforced(cp: ControlPlane, timeout: float = 60.0) -> None:
         time.sleep(1)
 
 
-def _fixtures() -> list[Path]:
-    return sorted(p for rid in ENFORCED for p in (FIXTURES / rid).glob("*.yaml"))
+def _cases() -> list[Case]:
+    """Every case of every enforced rule: its fixture files and its rule file's examples."""
+    return sorted(cases(ENFORCED.values()), key=lambda c: c.id)
 
 
 def _admission(cp: ControlPlane, fixture: Path) -> tuple[set[str], set[str], list[str]]:
@@ -140,34 +146,35 @@ def test_policies_are_all_served_and_type_check_without_a_warning(cluster):
         assert not status["typeChecking"].get("expressionWarnings"), status["typeChecking"]
 
 
-@pytest.mark.parametrize("fixture", _fixtures(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_check_and_admission_agree(cluster, fixture):
+@pytest.mark.parametrize("case", _cases(), ids=lambda c: c.id)
+def test_check_and_admission_agree(cluster, examples, case):
     """Denied exactly when check reports an enforced error rule, by one of those rules (the API
     server names the first denying policy only); warned for every enforced warning rule."""
+    fixture = case.path(examples)
     result = checker.check([fixture])
     errors = {f.rule for f in result.findings if f.rule in ENFORCED and f.severity == "error"}
     warnings = {f.rule for f in result.findings if f.rule in ENFORCED and f.severity == "warning"}
     denied, warned, messages = _admission(cluster, fixture)
-    key = f"{fixture.parent.name}/{fixture.name}"
+    key = case.id
     agree = (bool(denied) == bool(errors) and denied <= errors
              and (not denied or len(errors) > 1 or denied == errors) and warnings <= warned)
     if key in DIFFERENT:
         assert not agree, f"{key} now agrees: remove it from DIFFERENT"
         return
-    assert agree, (f"{key}: check {sorted(errors)} errors, {sorted(warnings)} warnings; admission denied "
+    assert agree, (f"{case.where}: check {sorted(errors)} errors, {sorted(warnings)} warnings; admission denied "
                    f"{sorted(denied)}, warned {sorted(warned)}: {messages}")
-    rule = fixture.parent.name
-    if fixture.name.startswith("fail") and ENFORCED[rule].severity == "error" and errors == {rule}:
+    rule = case.rule
+    if case.verdict == "fail" and ENFORCED[rule].severity == "error" and errors == {rule}:
         assert denied == {rule}
         assert ENFORCED[rule].fix.split()[0] in messages[0] and "field " in messages[0]
 
 
-def test_every_enforced_rule_denies_one_of_its_failing_fixtures_by_name(cluster):
-    """Each enforced rule, on at least one of its failing fixtures, is the rule the API server names."""
-    for rid in ENFORCED:
+def test_every_enforced_rule_denies_one_of_its_failing_fixtures_by_name(cluster, examples):
+    """Each enforced rule, on at least one of its failing cases, is the rule the API server names."""
+    for rid, rule in ENFORCED.items():
         named = set()
-        for fixture in sorted((FIXTURES / rid).glob("fail*.yaml")):
-            denied, warned, _ = _admission(cluster, fixture)
+        for case in cases([rule], "fail"):
+            denied, warned, _ = _admission(cluster, case.path(examples))
             named |= denied | warned
         assert rid in named, f"{rid}: no failing fixture was denied or warned by name"
 
