@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -47,7 +48,8 @@ def rules_markdown(rules) -> str:
              "Generated from `policies/rules/*.yaml` with the repository's `colocate.yaml` by",
              "`colocate rules --format markdown > docs/rules.md`; `tests/test_rules_doc.py` fails when it is",
              "stale. `colocate check --explain ID` prints one rule's rationale, with its upstream sources,",
-             "and its fix; each rule's failing and passing fixtures are in `tests/policies/fixtures/<ID>/`.",
+             "and its fix; each rule's failing and passing cases are the `examples` of its rule file and the",
+             "files in `tests/policies/fixtures/<ID>/`.",
              "Rules marked **admission** are also enforced by the API server: `admission.policies: true` in",
              "`colocate.yaml` generates a ValidatingAdmissionPolicy for each (docs/admission.md).",
              "A rule that is not **suppressible** keeps one of the platform's promises (the tiers and their",
@@ -67,7 +69,13 @@ def explain(rule_id: str, config: Path | None) -> int:
     rule = rules.get(rule_id.upper())
     if rule is None:
         raise ColocateError(f"--explain {rule_id!r}: no such rule; `colocate rules` lists them")
-    fixtures = sorted((root() / "tests" / "policies" / "fixtures" / rule.id).glob("*.yaml"))
+    fixtures = [str(p.relative_to(root())) for p in sorted((root() / "tests" / "policies" / "fixtures" / rule.id).glob("*.yaml"))]
+    if rule.file:  # the rule file's own cases, named as its tests name them
+        from colocate.rules.files import rule_examples
+
+        named = [f"examples.{verdict}[{i}]" for verdict, texts in rule_examples(rule).items() for i in range(len(texts))]
+        if named:
+            fixtures.append(f"{os.path.relpath(rule.file, root())} " + ", ".join(named))
     print(f"{rule.id} {rule.name} ({rule.severity}, {rule.category})\n\n{rule.rationale}\n\n"
           f"Checks: {rule.message}\nFix: {rule.fix}")
     if rule.admission:
@@ -79,7 +87,7 @@ def explain(rule_id: str, config: Path | None) -> int:
                  else "") + " (docs/admission.md)")
     print(f"Suppressible: {_suppressible(rule)}")
     if fixtures:
-        print("Examples: " + ", ".join(str(p.relative_to(root())) for p in fixtures))
+        print("Examples: " + ", ".join(fixtures))
     return EXIT_OK
 
 def _suppressible(rule) -> str:
