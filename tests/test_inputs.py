@@ -20,7 +20,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from colocate import ROOT, cli
 from colocate.base.go_builds import environment
+from colocate.rules import files as rule_files
 from tests.helpers import colocate, VENV_BIN, yaml_load_all
+from tests.policies.rule_cases import cases
 
 FIXTURES = ROOT / "tests" / "policies" / "fixtures"
 IMAGE = "harbor.example.com/library/busybox:1.36"
@@ -309,7 +311,7 @@ def test_simulate_help_names_every_shipped_scenario():
 
 # --- property: mutated manifests never crash the checker --------------------------------------
 
-PASSING = sorted(FIXTURES.glob("*/pass*.yaml"))
+PASSING = cases(rule_files.read_rules(), "pass")  # fixture files and rule files' examples
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
                      st.text(max_size=12), st.sampled_from(["=", "y", "10:30", "2024-01-01", "~", "<<", "0o17",
                                                             "1e3", "{{ .Values.x }}", "\x07", "*a"]))
@@ -357,7 +359,7 @@ def _text_mutation(text: str, data) -> str:
 @given(st.data())
 def test_mutated_manifests_never_crash_the_checker(data):
     fixture = data.draw(st.sampled_from(PASSING), label="fixture")
-    docs = [d for d in yaml_load_all(fixture.read_text()) if d is not None]
+    docs = [d for d in yaml_load_all(fixture.manifest()) if d is not None]
     text = yaml.safe_dump_all(_mutate(docs, data), sort_keys=False, allow_unicode=True)
     if data.draw(st.booleans(), label="text mutation"):
         text = _text_mutation(text, data)
@@ -368,7 +370,7 @@ def test_mutated_manifests_never_crash_the_checker(data):
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = cli.main(["check", str(path)])
         out, err = out.getvalue(), err.getvalue()
-    assert code in (0, 1, 2), f"exit {code} on {fixture}:\n{text}\n{err}"
+    assert code in (0, 1, 2), f"exit {code} on {fixture.where}:\n{text}\n{err}"
     assert "Traceback" not in out + err and "internal error" not in err, err
 
 

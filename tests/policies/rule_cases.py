@@ -27,6 +27,9 @@ class Case:
     def id(self) -> str:
         return f"{self.rule}/{self.name}"
 
+    def manifest(self) -> str:
+        return (FIXTURES / self.rule / self.name).read_text() if self.text is None else self.text
+
     def path(self, folder: Path) -> Path:
         """The case as a file: a fixture file where it is, an example written to folder/<ID>/<name>."""
         if self.text is None:

@@ -10,6 +10,7 @@ import pytest
 from colocate.base import safe_yaml
 from colocate.errors import InputError
 from colocate.rules import files as rule_files
+from tests.helpers import colocate
 
 CONFIG_MAP = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: online}\n"
 
@@ -49,3 +50,8 @@ def test_a_malformed_example_is_bad_input_naming_it(tmp_path, examples, where):
     with pytest.raises(InputError) as raised:
         rule_files.read_rules(victim.parent)
     assert raised.value.file == str(victim) and raised.value.where == where, raised.value
+
+
+def test_explain_lists_a_rule_files_examples():
+    said = colocate("check", "--explain", "COL600").stdout
+    assert "Examples: policies/rules/COL600-static-cpu-reserved.yaml examples.fail[0], examples.pass[0]" in said
