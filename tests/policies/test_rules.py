@@ -2,9 +2,11 @@
 fixture files (tests/policies/fixtures/<ID>/) and the examples in its rule file, alike."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from colocate import checker
+from colocate import ROOT, checker
 from colocate.checker import formats as report
 from tests.policies.rule_cases import FIXTURES, Case, cases
 
@@ -16,7 +18,7 @@ def test_every_rule_has_a_failing_and_a_passing_case():
     for rule in RULES:
         for verdict in ("fail", "pass"):
             assert (rule.id, verdict) in have, (
-                f"{rule.id} has no {verdict} case: add `examples: {{{verdict}: [...]}}` to {rule.file}, "
+                f"{rule.id} has no {verdict} case: add `examples: {{{verdict}: [...]}}` to {os.path.relpath(rule.file, ROOT)}, "
                 f"or a tests/policies/fixtures/{rule.id}/{verdict}*.yaml")
 
 
@@ -32,7 +34,7 @@ def test_failing_case_is_reported_with_file_object_field_and_fix(case: Case, tmp
     schema = result.kubeconform
     assert schema.invalid == schema.errors == schema.skipped == 0, f"{case.where}: kubeconform: {report.to_text(result)}"
     found = [f for f in result.findings if f.rule == case.rule]
-    assert found, f"{case.where}: {case.rule} did not fire on it; it found {report.to_text(result)}"
+    assert found, f"{case.where}: {case.rule} did not fire on it:\n{report.to_text(result)}"
     for finding in found:
         line = next(text.strip() for text in report.to_text(result).splitlines()
                     if text.strip().startswith(f"{finding.severity.upper()} {finding.rule} "))
