@@ -62,3 +62,18 @@ def examples_tree(rules: Iterable[Rule], folder: Path) -> Path:
         if case.text is not None:
             case.path(folder)
     return folder
+
+
+if __name__ == "__main__":
+    # `python -m tests.policies.rule_cases COL999/fail.example-0.yaml`: that case's manifest, as the
+    # test ids name it, to pipe into `colocate check -`.
+    import sys
+
+    from colocate.checker import load_rules
+
+    wanted = sys.argv[1:]
+    found = {c.id: c for c in cases(load_rules())}
+    for name in wanted:
+        if name not in found:
+            sys.exit(f"no case {name}; the cases of that rule: {', '.join(i for i in found if i.startswith(name.split('/')[0] + '/'))}")
+        sys.stdout.write(found[name].manifest())
