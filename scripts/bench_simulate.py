@@ -94,6 +94,8 @@ def one_job_change(scratch: Path) -> Path:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, nargs="*", default=[100], help="numbers of generated jobs (default 100)")
+    parser.add_argument("--only", nargs="*", metavar="WORD", help="only the runs whose label holds one of these "
+                        "words (night, change, peak, day, queue, jobs)")
     args = parser.parse_args()
     toolchain.ensure(log=lambda line: print(line, file=sys.stderr))
     runs = [("reference, night", [str(ROOT / "dist")]), ("reference, peak", [str(ROOT / "dist"), "--scenario", "peak"]),
@@ -109,6 +111,8 @@ def main() -> int:
         cache = Path(scratch) / "cache"  # kept bases of this run only
         print(f"{'run':32} {'base':>6} {'wall s':>7} {'peak MiB':>9} {'exit':>4}  verdict", flush=True)
         for label, run_args in runs:
+            if args.only and not any(word in label for word in args.only):
+                continue
             for base, extra in (("cold", ["--fresh"]), ("first", []), ("warm", [])):
                 elapsed, peak, code, verdict = measure([*run_args, *extra], cache)
                 print(f"{label:32} {base:>6} {elapsed:7.1f} {peak / 2**20:9.0f} {code:>4}  {verdict}", flush=True)

@@ -150,10 +150,12 @@ def _release_leases(cp: ControlPlane) -> None:
 def _keep(cp: ControlPlane, base_key: str, node_pool, queue, argo: argocd.ArgoCD, obs: observe.Observation,
           log) -> None:
     """Keep the settled base (kept.py): its snapshot, keys, repository copy and what the run knew."""
+    started = time.monotonic()
     cp.snapshot(cp.workdir / "etcd.db")
     kept.save(base_key, cp.workdir, {
         "server": cp.server, "repo_url": argo.repo_url, "kueue_url": queue.url if queue and queue.started else "",
-        "node_pool": node_pool, "rejected": [[r.source, r.object, r.message] for r in obs.rejected]}, log)
+        "node_pool": node_pool, "rejected": [[r.source, r.object, r.message] for r in obs.rejected]},
+        lambda line: log(f"{line}, in {time.monotonic() - started:.1f} s"))
     (cp.workdir / "etcd.db").unlink(missing_ok=True)
 
 
