@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -309,6 +310,29 @@ def test_a_damaged_or_foreign_entry_is_ignored(tmp_path, damage):
     assert f"{files + 1} entries ignored (corrupt or foreign)" in said, said
     # Rewritten whole: the next run takes the result from the cache.
     assert _outcome(tree, cache)[1].endswith(f"unchanged, the whole result reused ({files} files)")
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "foreign"])
+def test_a_damaged_docs_entry_is_parsed_again(tmp_path, damage):
+    """A re-run rule reads the objects it reads whole from their files' docs entries, each decoded
+    on its own: an entry that does not hold what was written is ignored, its file parsed again."""
+    tree, cache = tmp_path / "dist", tmp_path / "cache"
+    _copy_dist(tree)
+    _same(tree, cache)
+    docs = [p for p in _entries(cache) if p.parent.parent.name == "docs"]
+    for i, path in enumerate(docs):
+        data = path.read_bytes()
+        if damage == "flip":
+            data = data[:len(data) // 2] + bytes([data[len(data) // 2] ^ 0x01]) + data[len(data) // 2 + 1:]
+        elif damage == "truncate":
+            data = data[:len(data) // 2]
+        else:  # a whole, valid entry, under another file's name
+            data = docs[(i + 1) % len(docs)].read_bytes()
+        path.write_bytes(data)
+    _cross(tree, "quota", 0, 1)  # COL051 runs again: it reads every ClusterQueue and LocalQueue whole
+    said = _same(tree, cache)
+    assert re.search(r"\(\d+ objects of [1-9][0-9]* files read back\)", said), said
+    assert re.search(r"; [1-9][0-9]* entries ignored", said), said
 
 
 def test_the_key_holds_the_configuration_the_kubeconform_binary_and_the_cluster(tmp_path, monkeypatch):

@@ -129,24 +129,48 @@ def _skeleton_doc(file: str, line: int, obj: dict) -> Doc:
     return doc
 
 
-def docs_entry(file: str, value: Any, count: int) -> list[Doc] | None:
-    """A file's objects read back (``count`` of them), or None when they do not have the shape written."""
-    if value is None:
+class KeptDocs:
+    """A file's objects as its docs entry holds them: the lines and JSON sizes, then the objects'
+    JSON one after another, each decoded when a rule first reads it whole (a rule re-run that
+    reads the ClusterQueues whole decodes those, not every object of their files)."""
+
+    def __init__(self, file: str, value: Any, blob: bytes, count: int):
+        """ValueError when the entry does not have the shape written."""
+        lines, sizes = value["lines"], value["sizes"]
+        if not isinstance(lines, list) or not isinstance(sizes, list) or len(lines) != count or len(sizes) != count \
+                or not all(type(n) is int for n in lines) or not all(type(n) is int and n > 0 for n in sizes) \
+                or sum(sizes) != len(blob):
+            raise ValueError("not a docs entry")
+        self.file, self.lines, self.sizes = file, lines, sizes
+        self.text = blob.decode("ascii")  # json.dumps's default: ASCII, a size is a length
+        self.starts = [0] * count
+        for i in range(1, count):
+            self.starts[i] = self.starts[i - 1] + sizes[i - 1]
+        self.made: list[Doc | None] = [None] * count
+
+    def doc(self, i: int) -> Doc:
+        """Object ``i``; ValueError when it is not as written."""
+        doc = self.made[i]
+        if doc is None:
+            obj = json.loads(self.text[self.starts[i]:self.starts[i] + self.sizes[i]])
+            if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str) \
+                    or not isinstance(obj.get("apiVersion"), str):
+                raise ValueError("not an object")
+            doc = self.made[i] = Doc(self.file, self.lines[i], obj)
+            doc.__dict__["json_size"] = self.sizes[i]  # what Doc.json_size computes: COL303 and COL306 need no JSON
+        return doc
+
+    def docs(self) -> list[Doc]:
+        return [self.doc(i) for i in range(len(self.made))]
+
+
+def docs_entry(file: str, found: tuple[Any, bytes] | None, count: int) -> KeptDocs | None:
+    """A file's docs entry read back (``count`` objects), or None when it does not have the shape
+    written; each object is checked when it is decoded (KeptDocs.doc)."""
+    if found is None:
         return None
     try:
-        docs, sizes = value["docs"], value["sizes"]
-        if not isinstance(docs, list) or not isinstance(sizes, list) or len(docs) != count or len(sizes) != count:
-            raise ValueError
-        made = []
-        for item, size in zip(docs, sizes):
-            if not isinstance(item, list) or len(item) != 2 or type(item[0]) is not int or not isinstance(item[1], dict) \
-                    or not isinstance(item[1].get("kind"), str) or not isinstance(item[1].get("apiVersion"), str) \
-                    or type(size) is not int:
-                raise ValueError
-            doc = Doc(file, item[0], item[1])
-            doc.__dict__["json_size"] = size  # what Doc.json_size computes: COL303 and COL306 need no JSON
-            made.append(doc)
-        return made
+        return KeptDocs(file, found[0], found[1], count)
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -167,10 +191,9 @@ def encoded(docs: list[Doc]) -> tuple[list[str], list[str]]:
     return parts, digests
 
 
-def docs_entry_json(docs: list[Doc], texts: list[str]) -> str:
-    """A file's docs entry (read by :func:`docs_entry`), from each object's JSON (:func:`encoded`)."""
-    return ('{"docs":[' + ",".join(f"[{d.line},{text}]" for d, text in zip(docs, texts))
-            + '],"sizes":' + json.dumps([len(text) for text in texts]) + "}")
+def docs_entry_parts(docs: list[Doc], texts: list[str]) -> tuple[dict, bytes]:
+    """A file's docs entry (read by :class:`KeptDocs`), from each object's JSON (:func:`encoded`)."""
+    return {"lines": [d.line for d in docs], "sizes": [len(t) for t in texts]}, "".join(texts).encode("ascii")
 
 
 def file_entry_value(*, tally: int, unusable: InputError | None, kubeconform: tuple, context: str,

@@ -27,7 +27,8 @@ class CacheStore(Store):
     def __init__(self, root: Path):
         self.disk = verdict_cache.Store(root)
         self.entries: dict[str, cached.FileEntry] = {}
-        self.loaded: set[str] = set()  # reused files whose objects were read back whole
+        self.loaded: set[str] = set()  # reused files whose docs entry was read
+        self.kept_docs: dict[str, cached.KeptDocs | None] = {}
         self.keep_verdicts = True
 
     def flush(self) -> None:
@@ -94,18 +95,43 @@ class CacheStore(Store):
     def whole_docs(self, run: Run, file: str) -> list[Doc]:
         """A reused file's objects: its docs entry, else the file parsed again (same bytes: its key)."""
         if file not in run.by_file:
-            entry = self.entries[file]
-            value = self.disk.get("docs", self.key_of[file])
-            docs = cached.docs_entry(file, value, len(entry.skeletons))
-            if docs is None:
-                if value is not None:
-                    self.disk.reject()
-                docs = manifests.load_files([Path(file)], [], [])
-                if len(docs) != len(entry.skeletons):
-                    raise ColocateError(f"{file} changed while it was checked; check again")
-            run.by_file[file] = docs
-            self.loaded.add(file)
+            kept = self._kept_docs(file)
+            try:
+                docs = kept.docs() if kept is not None else None
+            except ValueError:
+                self.disk.reject()
+                docs = None
+            run.by_file[file] = docs if docs is not None else self._parsed_again(file)
         return run.by_file[file]
+
+    def whole_doc(self, run: Run, file: str, i: int) -> Doc:
+        """A reused file's object ``i``, whole: only it decoded from the docs entry."""
+        if file not in run.by_file:
+            kept = self._kept_docs(file)
+            if kept is not None:
+                try:
+                    return kept.doc(i)
+                except ValueError:
+                    self.disk.reject()
+            run.by_file[file] = self._parsed_again(file)
+        return run.by_file[file][i]
+
+    def _kept_docs(self, file: str) -> cached.KeptDocs | None:
+        """The file's docs entry, read once (None: there is none, or it was damaged)."""
+        if file not in self.kept_docs:
+            found = self.disk.get_blob("docs", self.key_of[file])
+            kept = self.kept_docs[file] = cached.docs_entry(file, found, len(self.entries[file].skeletons))
+            if found is not None and kept is None:
+                self.disk.reject()
+            self.loaded.add(file)
+        return self.kept_docs[file]
+
+    def _parsed_again(self, file: str) -> list[Doc]:
+        self.kept_docs[file] = None
+        docs = manifests.load_files([Path(file)], [], [])
+        if len(docs) != len(self.entries[file].skeletons):
+            raise ColocateError(f"{file} changed while it was checked; check again")
+        return docs
 
     def local_findings(self, run: Run) -> tuple[dict[str, list[Finding]], list[Doc]]:
         """A file's kept findings are used under the context they were judged in; a changed file's
@@ -195,18 +221,18 @@ class CacheStore(Store):
             chosen = dict(self.views[f][rule_id][1])
             whole = f in run.by_file
             kept = run.by_file[f] if whole else self.entries[f].skeletons
-            rows = [(i, chosen[i] if i in chosen else reads_.by_kind(doc.kind, i == 0)) for i, doc in enumerate(kept)]
-            if not whole and any(v == WHOLE for _, v in rows):
-                kept = self.whole_docs(run, f)
-            for i, view in rows:
+            for i, doc in enumerate(kept):
+                view = chosen[i] if i in chosen else reads_.by_kind(doc.kind, i == 0)
                 if view is None:
                     continue
                 if whole:  # as viewed_index makes them
-                    seen.append(seen_as(kept[i], view))
+                    seen.append(seen_as(doc, view))
                 elif view == SKELETON:
-                    seen.append(kept[i])
+                    seen.append(doc)
+                elif view == WHOLE:
+                    seen.append(self.whole_doc(run, f, i))
                 else:
-                    seen.append(seen_as(kept[i], view))
+                    seen.append(seen_as(doc, view))
         return seen
 
     def known_lines(self, run: Run) -> dict[tuple[str, int, str], int]:
@@ -240,10 +266,11 @@ class CacheStore(Store):
         self.disk.flush()
         run.phase("cache: write")
         stats, files, fresh = self.disk.stats, run.files, run.fresh
+        decoded = sum(doc is not None for kept in self.kept_docs.values() if kept is not None for doc in kept.made)
         result.cache = (
             f"{self.disk.root}: {len(files) - len(fresh)} of {len(files)} files reused, {len(fresh)} read afresh; "
             f"per-object rules on {len(self.stale)} files ({run.judged} objects judged), cross-object rules: "
-            f"{len(run.rerun)} of {len(run.joined)} run again ({len(self.loaded)} files' objects read back); "
+            f"{len(run.rerun)} of {len(run.joined)} run again ({decoded} objects of {len(self.loaded)} files read back); "
             f"{stats.ignored} entries ignored (corrupt or foreign), {stats.writes} written"
             + (f", {stats.write_errors} not writable" if stats.write_errors else ""))
 
@@ -264,7 +291,7 @@ class CacheStore(Store):
                 continue
             docs = run.by_file[file]
             if file not in entries:  # the objects, read back only when a rule must run on them again
-                disk.put_raw("docs", key, cached.docs_entry_json(docs, self.encoded[file][0]))
+                disk.put_blob("docs", key, *cached.docs_entry_parts(docs, self.encoded[file][0]))
             disk.put("file", key, cached.file_entry_value(
                 tally=run.tallies.get(file, entries[file].tally if file in entries else 0),
                 unusable=unusable.get(file),

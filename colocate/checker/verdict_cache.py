@@ -17,7 +17,8 @@ file's bytes, the NodePool descriptions the capacity rules may read (--cluster, 
 repository's dist/nodes/), the working folder and the --exclude patterns.
 
 An entry is JSON behind a header (magic, format, BLAKE2b of the body keyed with the user's key,
-colocate/base/private_cache.py) and holds its own key: a forged, truncated, corrupt or foreign entry (another key, another format, not JSON of the expected
+colocate/base/private_cache.py; a docs entry's JSON is followed by a new line and its objects' JSON,
+decoded one by one) and holds its own key: a forged, truncated, corrupt or foreign entry (another key, another format, not JSON of the expected
 shape) is ignored and recomputed, never trusted. Entries are written to a temporary file and
 renamed into place (os.replace), so concurrent runs never read a partial entry. A thread writes
 them while the check goes on (file system calls release the GIL); :meth:`Store.flush` waits for it.
@@ -39,7 +40,7 @@ from typing import Any, Iterable
 from colocate.base import compiled, private_cache
 
 #: Changes whenever an entry's layout does: older entries are then never read.
-FORMAT = 4
+FORMAT = 5
 MAGIC = b"colocate-check-cache %d\n" % FORMAT
 _DIGEST = 32
 
@@ -121,6 +122,21 @@ class Store:
             self.stats.hits += 1
         return value
 
+    def get_blob(self, kind: str, key: str) -> tuple[Any, bytes] | None:
+        """A :meth:`put_blob` entry's value and bytes, or None (as :meth:`get`)."""
+        data = private_cache.read_entry(self._path(kind, key)) if self.trusted else None
+        if data is None:
+            self.stats.misses += 1
+            return None
+        body = compiled.unseal(MAGIC, data, _DIGEST)
+        head, newline, blob = body.partition(b"\n") if body is not None else (b"", b"", b"")
+        value = _decode(head, kind, key, sealed=False) if newline else None
+        if value is None:
+            self.stats.ignored += 1
+            return None
+        self.stats.hits += 1
+        return value, blob
+
     def holds_entries(self) -> bool:
         """Whether any entry of this format may be there (False: a first run, nothing to reuse)."""
         if not self.trusted:
@@ -150,10 +166,18 @@ class Store:
         self.put_raw(kind, key, text)
 
     def put_raw(self, kind: str, key: str, value_json: str) -> None:
-        """:meth:`put` of a value already serialised as JSON (the objects, serialised once)."""
+        """:meth:`put` of a value already serialised as JSON."""
+        self._put_body(kind, key, ('["%s",%s,%s]' % (kind, json.dumps(key), value_json)).encode("utf-8", "surrogatepass"))
+
+    def put_blob(self, kind: str, key: str, value: Any, blob: bytes) -> None:
+        """An entry of a JSON value and bytes after it, handed back undecoded by :meth:`get_blob`:
+        its reader decodes only the parts it needs (a file's objects, one by one)."""
+        head = json.dumps([kind, key, value], separators=(",", ":"))  # compact: no new line in it
+        self._put_body(kind, key, head.encode("utf-8", "surrogatepass") + b"\n" + blob)
+
+    def _put_body(self, kind: str, key: str, body: bytes) -> None:
         if not self.trusted:
             return
-        body = ('["%s",%s,%s]' % (kind, json.dumps(key), value_json)).encode("utf-8", "surrogatepass")
         data = compiled.seal(MAGIC, body, _DIGEST)
         if self._queue is None:
             self._queue = queue.SimpleQueue()
@@ -179,8 +203,8 @@ class Store:
             self.stats.write_errors += 1
 
 
-def _decode(data: bytes, kind: str, key: str) -> Any:
-    body = compiled.unseal(MAGIC, data, _DIGEST)
+def _decode(data: bytes, kind: str, key: str, sealed: bool = True) -> Any:
+    body = compiled.unseal(MAGIC, data, _DIGEST) if sealed else data
     if body is None:
         return None
     try:
