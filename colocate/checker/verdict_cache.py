@@ -374,7 +374,8 @@ def file_key(env: str, path: Path, named: bool) -> str | None:
         data = path.read_bytes()
     except OSError:
         return None
-    return _hash("file", env, str(path), "named" if named else "found", data)
+    # The bytes by SHA-256, which the CPU computes (SHA-NI): a third of BLAKE2b's time on 24 MB.
+    return _hash("file", env, str(path), "named" if named else "found", hashlib.sha256(data).digest())
 
 
 #: A file changed this close (in nanoseconds) to when its bytes were read is "racily clean", as
@@ -396,7 +397,7 @@ def file_keys(store: Store, env: str, paths: list[Path], named: set[str], given:
     """Every checked file's key (:func:`file_key`), and for each file whose key changed the key it
     had last time (its per-object findings may be reused object by object).
 
-    Every file is read and hashed on every run (24 MB of 200 files in 0.03 s): a stat signature
+    Every file is read and hashed on every run (24 MB of 200 files in 0.02 s): a stat signature
     cannot tell every write. A write through a shared memory mapping to a page already dirty keeps
     the size, both times and the inode (Linux updates the times when a clean page is first
     written). The index entry (key: environment and the paths named on the command line) keeps
