@@ -7,7 +7,7 @@ reach every clone (docs/check-cache.md "Trust").
 
 What is read from it must have been written by this user:
 
-* entries are sealed with a keyed BLAKE2b (:func:`secret`, 32 random bytes kept in the folder,
+* entries are sealed with an HMAC-SHA256 (:func:`secret`, 32 random bytes kept in the folder,
   readable by its owner only), so nobody without that key can forge one, and their names are
   not computable from a repository;
 * a folder owned by another user, or writable by others, is not used (as ssh refuses such a

@@ -16,7 +16,7 @@ installed files of jsonschema and PyYAML (which bundles libyaml), the configurat
 file's bytes, the NodePool descriptions the capacity rules may read (--cluster, else the
 repository's dist/nodes/), the working folder and the --exclude patterns.
 
-An entry is JSON behind a header (magic, format, BLAKE2b of the body keyed with the user's key,
+An entry is JSON behind a header (magic, format, HMAC-SHA256 of the body with the user's key,
 colocate/base/private_cache.py; a docs entry's JSON is followed by a new line and its objects' JSON,
 decoded one by one) and holds its own key: a forged, truncated, corrupt or foreign entry (another key, another format, not JSON of the expected
 shape) is ignored and recomputed, never trusted. Entries are written to a temporary file and
@@ -40,7 +40,7 @@ from typing import Any, Iterable
 from colocate.base import compiled, private_cache
 
 #: Changes whenever an entry's layout does: older entries are then never read.
-FORMAT = 5
+FORMAT = 6
 MAGIC = b"colocate-check-cache %d\n" % FORMAT
 _DIGEST = 32
 
